@@ -1,0 +1,269 @@
+"""./fastreap check: every test, on every variant, ending 'N passed, N failed'.
+
+A group is a set of programs run in one guest boot.  Each program's output
+is kept in the run directory; results are counted from its TAP lines when it
+prints any ("ok N" / "not ok N", "# SKIP"), else from its exit status.  A
+kernel splat, a timeout or a failed boot fails the whole boot.
+"""
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import workbench
+from workbench import REPO, CACHE, Error, say
+
+SELFTEST_TARGETS = ["pidfd", "ptrace", "pid_namespace", "clone3", "exec",
+                    "proc"]
+STRESS_NG_STRESSORS = ["fork", "vfork", "clone", "zombie", "wait", "ptrace",
+                       "sigchld", "kill"]
+
+
+# --- building the guest programs --------------------------------------------
+
+def compile_c(src, flags=(), name=None):
+    """Static binary for SRC, cached by content; guests see it read-only."""
+    src = Path(src)
+    stock = workbench.stock_tree()
+    include = stock / "tools" / "testing" / "selftests"
+    deps = [src] + sorted(src.parent.glob("*.h"))
+    key = workbench.digest(*[d.read_bytes() for d in deps], *flags)
+    out = CACHE / "bin" / key / (name or src.stem)
+    if out.exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cmd = ["gcc", "-static", "-O2", "-g", "-Wall", "-Wextra", "-pthread",
+           f"-I{include}", *flags, str(src), "-o", str(out) + ".tmp"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        first = (r.stderr.strip().splitlines() or ["?"])[0]
+        raise Error(f"cannot compile {src.relative_to(REPO)}: {first}")
+    os.rename(str(out) + ".tmp", out)
+    return out
+
+
+def selftests():
+    """The tree's own process-lifetime selftests, installed once."""
+    stock = workbench.stock_tree()
+    dest = CACHE / "selftests" / workbench.digest(
+        workbench.source_version(), *SELFTEST_TARGETS)
+    if (dest / "run_kselftest.sh").exists():
+        return dest
+    say("building in-tree selftests: " + " ".join(SELFTEST_TARGETS))
+    log = dest.with_suffix(".log")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w") as out:
+        steps = [["make", "-C", str(stock), "headers_install",
+                  "INSTALL_HDR_PATH=usr"],
+                 ["make", "-C", str(stock / "tools/testing/selftests"),
+                  "TARGETS=" + " ".join(SELFTEST_TARGETS),
+                  "EXTRA_CFLAGS=-static", "LDFLAGS=-static",
+                  "-j" + str(os.cpu_count() or 1), "install",
+                  f"INSTALL_PATH={dest}.tmp"]]
+        for step in steps:
+            if subprocess.run(step, stdout=out, stderr=subprocess.STDOUT
+                              ).returncode != 0:
+                raise Error(f"building selftests failed (log: {log})")
+    os.rename(f"{dest}.tmp", dest)
+    return dest
+
+
+# --- running a group in a guest ---------------------------------------------
+
+class Tally:
+    def __init__(self):
+        self.rows = []          # (variant, flavor, group, test, result, why)
+
+    def add(self, variant, flavor, group, test, result, why=""):
+        self.rows.append((variant, flavor, group, test, result, why))
+        mark = {"pass": "ok", "fail": "FAIL", "skip": "skip"}[result]
+        if result != "pass":
+            print(f"  {mark:4} {variant}/{flavor} {group}: {test}"
+                  + (f"  ({why})" if why else ""), flush=True)
+
+    def count(self, result, **match):
+        return sum(1 for r in self.rows if r[4] == result and all(
+            r[("variant", "flavor", "group").index(k)] == v
+            for k, v in match.items()))
+
+
+TAP_RESULT = re.compile(r"^(not ok|ok) \d+ (?:- )?(.*?)(?:\s+#\s*(SKIP|TODO)"
+                        r"\b\s*(.*))?$")
+
+
+def count_tap(text):
+    """Top-level TAP results in TEXT: [(name, result, why)]."""
+    results = []
+    for line in text.splitlines():
+        m = TAP_RESULT.match(line.rstrip())
+        if not m:
+            continue
+        status, name, directive, why = m.groups()
+        if directive == "SKIP":
+            results.append((name, "skip", why or ""))
+        elif status == "ok":
+            results.append((name, "pass", ""))
+        else:
+            results.append((name, "fail", why or ""))
+    return results
+
+
+def guest_script(tests, per_test_timeout):
+    """Shell for the guest: run each test, keep its log and exit status."""
+    lines = ["set +e", 'o="$FASTREAP_OUT"']
+    for name, argv in tests:
+        q = shlex.quote(name)
+        lines.append(f"echo '== {name}'")
+        lines.append(f"timeout -k 5 {per_test_timeout} "
+                     + " ".join(shlex.quote(str(a)) for a in argv)
+                     + f' >"$o"/{q}.log 2>&1; echo $? >"$o"/{q}.rc')
+    return "\n".join(lines)
+
+
+def run_group(tally, variant, flavor, group, tests, timeout=1200,
+              per_test_timeout=600, mem="2G", smp=2):
+    """Boot once and run TESTS [(name, argv)]; tally every result."""
+    print(f"[{time.strftime('%H:%M:%S')}] {group} on {variant}/{flavor}: "
+          f"{len(tests)} program(s)", flush=True)
+    rundir = workbench.new_rundir(f"check-{group}-{variant}-{flavor}")
+    script = guest_script(tests, per_test_timeout)
+    rc = workbench.run(variant, ["sh", "-c", script], flavor=flavor,
+                       smp=smp, mem=mem, timeout=timeout, rundir=rundir,
+                       echo=False)
+    out = rundir / "out"
+    for name, _ in tests:
+        log = out / f"{name}.log"
+        rcf = out / f"{name}.rc"
+        if not rcf.exists():
+            tally.add(variant, flavor, group, name, "fail",
+                      f"did not run to the end (runner status {rc})")
+            continue
+        status = int(rcf.read_text().strip() or 255)
+        text = log.read_text(errors="replace") if log.exists() else ""
+        results = count_tap(text)
+        for tname, result, why in results:
+            tally.add(variant, flavor, group, f"{name}: {tname}", result, why)
+        if status == 124:
+            tally.add(variant, flavor, group, name, "fail", "timed out")
+        elif status == 4 and not results:
+            tally.add(variant, flavor, group, name, "skip", "exit status 4")
+        elif status != 0 and not any(r[1] == "fail" for r in results):
+            tally.add(variant, flavor, group, name, "fail",
+                      f"exit status {status}; log {log}")
+        elif not results:
+            tally.add(variant, flavor, group, name,
+                      "pass" if status == 0 else "fail",
+                      "" if status == 0 else f"exit status {status}")
+    if rc in (workbench.EXIT_SPLAT, workbench.EXIT_NO_BOOT,
+              workbench.EXIT_TIMEOUT):
+        what = {workbench.EXIT_SPLAT: "kernel splat",
+                workbench.EXIT_NO_BOOT: "kernel did not boot",
+                workbench.EXIT_TIMEOUT: "guest timed out"}[rc]
+        tally.add(variant, flavor, group, "kernel log", "fail",
+                  f"{what}; see {rundir}/console.log")
+    else:
+        tally.add(variant, flavor, group, "kernel log clean", "pass")
+    return rc
+
+
+# --- the groups -------------------------------------------------------------
+
+def group_smoke(tally, variant):
+    run_group(tally, variant, "fast", "smoke",
+              [("forkwait", [compile_c(REPO / "tests/smoke/forkwait.c")])])
+
+
+def group_runner(tally, variant):
+    """The runner's own contract: statuses pass through, timeouts show."""
+    cases = [(["true"], {}, 0), (["false"], {}, 1),
+             (["sh", "-c", "exit 7"], {}, 7),
+             (["sleep", "1000"], {"timeout": 25}, workbench.EXIT_TIMEOUT)]
+    for argv, kw, want in cases:
+        rc = workbench.run(variant, argv, echo=False, **kw)
+        name = f"run -- {' '.join(argv)} exits {want}"
+        tally.add(variant, "fast", "runner", name,
+                  "pass" if rc == want else "fail",
+                  "" if rc == want else f"got {rc}")
+
+
+def group_wait(tally, variant):
+    tests = [(src.stem, [compile_c(src)])
+             for src in sorted((REPO / "tests/wait").glob("*.c"))]
+    if tests:
+        run_group(tally, variant, "fast", "wait", tests, mem="2G")
+
+
+def group_selftests(tally, variant):
+    dest = selftests()
+    tests = [(t, [str(dest / "run_kselftest.sh"), "-c", t])
+             for t in SELFTEST_TARGETS]
+    run_group(tally, variant, "fast", "selftests", tests, timeout=2400)
+
+
+def group_stress(tally, variant, flavor):
+    src = REPO / "tests/stress/proctree_stress.c"
+    tests = []
+    if src.exists():
+        tests.append(("proctree_stress", [compile_c(src), "--seconds", "60"]))
+    have = subprocess.run(["stress-ng", "--stressors"], capture_output=True,
+                          text=True).stdout.split()
+    for s in STRESS_NG_STRESSORS:
+        if s in have:
+            tests.append((f"stress-ng-{s}", [
+                "stress-ng", f"--{s}", "2", "--timeout", "20s",
+                "--temp-path", "/tmp", "--metrics-brief"]))
+    run_group(tally, variant, flavor, f"stress", tests, timeout=1800,
+              mem="3G")
+
+
+GROUPS = {
+    "smoke": lambda t, v, debug: group_smoke(t, v),
+    "runner": lambda t, v, debug: v == "stock" and group_runner(t, v),
+    "wait": lambda t, v, debug: group_wait(t, v),
+    "selftests": lambda t, v, debug: group_selftests(t, v),
+    "stress": lambda t, v, debug: [group_stress(t, v, f)
+                                   for f in (["fast", "debug"] if debug
+                                             else ["fast"])],
+}
+
+
+def main(args):
+    workbench.ensure_packages("build", "run",
+                              extra=["stress-ng", "strace", "gnuplot-nox"])
+    variants = [v for v in args.variants.split(",") if v]
+    groups = args.groups.split(",") if args.groups else list(GROUPS)
+    for g in groups:
+        if g not in GROUPS:
+            raise Error(f"unknown test group '{g}' (known: "
+                        + ", ".join(GROUPS) + ")")
+    t0 = time.time()
+    for v in variants:
+        workbench.variant_patch_dir(v)      # unknown variants fail early
+    for v in variants:
+        for flavor in ["fast"] + ([] if args.no_debug else ["debug"]):
+            if "stress" in groups or flavor == "fast":
+                print(f"[{time.strftime('%H:%M:%S')}] kernel "
+                      f"{v}/{flavor}: {workbench.build(v, flavor)}",
+                      flush=True)
+    tally = Tally()
+    for g in groups:
+        for v in variants:
+            GROUPS[g](tally, v, not args.no_debug)
+    print()
+    print(f"{'variant':10} {'flavor':6} {'group':10} passed failed skipped")
+    keys = sorted({(r[0], r[1], r[2]) for r in tally.rows},
+                  key=lambda k: (variants.index(k[0]), k[1], groups.index(
+                      k[2]) if k[2] in groups else 99))
+    for v, f, g in keys:
+        print(f"{v:10} {f:6} {g:10} {tally.count('pass', variant=v, flavor=f, group=g):6} "
+              f"{tally.count('fail', variant=v, flavor=f, group=g):6} "
+              f"{tally.count('skip', variant=v, flavor=f, group=g):7}")
+    print(f"source {workbench.source_version()}, "
+          f"{time.time() - t0:.0f}s wall")
+    passed, failed = tally.count("pass"), tally.count("fail")
+    print(f"{passed} passed, {failed} failed, {tally.count('skip')} skipped")
+    return 1 if failed else 0
