@@ -1,0 +1,769 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * reapbench: time the wait() family with N long-lived children in the way.
+ *
+ *   reapbench SCENARIO [-n N] [-m M] [-r REPEATS] [-t THREADS] [-i USEC]
+ *             [--fork] [--csv] [-v]
+ *
+ * N long-lived children are created first, so they sit at the head of the
+ * children list (the worst case for a kernel that moves exiting children
+ * to the head, the best case for none). Then each repeat times M
+ * operations with CLOCK_MONOTONIC and prints one line:
+ *
+ *   scenario,N,M,total_ns,ns_per_op[,extra columns]
+ *
+ * Children are made and brought into the state the timed operation needs
+ * (zombie, stopped, continued: checked with waitid(P_PID, WNOWAIT), which
+ * does not walk the list) before the clock starts. See bench/README.md.
+ *
+ * Build: gcc -static -O2 -Wall -Wextra -pthread bench/reapbench.c -o reapbench
+ */
+#define _GNU_SOURCE
+#include "reapbench.h"
+
+#include <getopt.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+
+struct opts {
+	const char *scen;
+	long n, m;
+	int reps, threads, csv, verbose, n_set;
+	long interval_us;
+};
+
+static struct opts o;
+
+static void header(const char *extra)
+{
+	if (o.csv)
+		printf("scenario,N,M,total_ns,ns_per_op%s\n", extra ? extra : "");
+}
+
+static void report(long m, uint64_t t0, uint64_t t1)
+{
+	uint64_t total = t1 - t0;
+
+	printf("%s,%ld,%ld,%llu,%llu\n", o.scen, o.n, m,
+	       (unsigned long long)total,
+	       (unsigned long long)(m ? total / m : 0));
+	fflush(stdout);
+}
+
+/* Start M gate children (they exit when released); returns the gate. */
+static void make_gated(pid_t *pids, long m, struct stackpool *pool, int gate[2])
+{
+	long i;
+
+	if (pipe(gate))
+		die("pipe");
+	for (i = 0; i < m; i++)
+		pids[i] = spawn_child(child_gate, gate_arg(gate),
+				      pool_top(pool, i), 0);
+}
+
+/* Release gate children and wait until they are all zombies. */
+static void release_gated(const pid_t *pids, long m, int gate[2])
+{
+	close(gate[1]);
+	wait_ready(pids, m, WEXITED);
+	close(gate[0]);
+}
+
+static void expect_pid(pid_t pid, const char *what)
+{
+	if (pid <= 0)
+		die("%s returned %d", what, pid);
+}
+
+/* ---- burst, peek, pgrp: reap M zombies behind N live children ---- */
+
+enum reap_style { REAP_WAIT, REAP_PEEK, REAP_PGRP };
+
+static void scen_reap(enum reap_style style)
+{
+	pid_t *lng = xcalloc(o.n, sizeof(*lng));
+	pid_t *sht = xcalloc(o.m, sizeof(*sht));
+	struct stackpool lp, sp;
+	int gate[2], r, st;
+	long i;
+	uint64_t t0, t1;
+	siginfo_t si;
+
+	pool_init(&lp, o.n);
+	pool_init(&sp, o.m);
+	make_sleepers(lng, o.n, &lp);
+	if (style == REAP_PGRP) {
+		/* The long-lived children get a process group of their own. */
+		for (i = 0; i < o.n; i++)
+			if (setpgid(lng[i], lng[0]))
+				die("setpgid");
+	}
+	header(NULL);
+	for (r = 0; r < o.reps; r++) {
+		make_gated(sht, o.m, &sp, gate);
+		release_gated(sht, o.m, gate);
+		t0 = now_ns();
+		for (i = 0; i < o.m; i++) {
+			switch (style) {
+			case REAP_WAIT:
+				expect_pid(wait(&st), "wait");
+				break;
+			case REAP_PGRP:
+				expect_pid(waitpid(0, &st, 0), "waitpid(0)");
+				break;
+			case REAP_PEEK:
+				si.si_pid = 0;
+				if (waitid(P_ALL, 0, &si,
+					   WEXITED | WNOHANG | WNOWAIT))
+					die("waitid(P_ALL)");
+				expect_pid(si.si_pid, "waitid(P_ALL, WNOWAIT)");
+				if (waitid(P_PID, si.si_pid, &si, WEXITED))
+					die("waitid(P_PID)");
+				break;
+			}
+		}
+		t1 = now_ns();
+		report(o.m, t0, t1);
+	}
+	kill_reap(lng, o.n);
+}
+
+/* ---- empty: WNOHANG polls that find nothing ---- */
+
+static void scen_empty(void)
+{
+	pid_t *lng = xcalloc(o.n, sizeof(*lng));
+	struct stackpool lp;
+	int r, st;
+	long i;
+	uint64_t t0, t1;
+
+	pool_init(&lp, o.n);
+	make_sleepers(lng, o.n, &lp);
+	header(NULL);
+	for (r = 0; r < o.reps; r++) {
+		t0 = now_ns();
+		for (i = 0; i < o.m; i++)
+			if (waitpid(-1, &st, WNOHANG) != 0)
+				die("waitpid(-1, WNOHANG) found something");
+		t1 = now_ns();
+		report(o.m, t0, t1);
+	}
+	kill_reap(lng, o.n);
+}
+
+/* ---- stopped / continued: M stop or continue reports ---- */
+
+static void scen_stopcont(int continued)
+{
+	pid_t *lng = xcalloc(o.n, sizeof(*lng));
+	pid_t *sht = xcalloc(o.m, sizeof(*sht));
+	struct stackpool lp, sp;
+	int r, st;
+	long i;
+	pid_t pid;
+	uint64_t t0, t1;
+
+	pool_init(&lp, o.n);
+	pool_init(&sp, o.m);
+	make_sleepers(lng, o.n, &lp);
+	header(NULL);
+	for (r = 0; r < o.reps; r++) {
+		make_sleepers(sht, o.m, &sp);
+		for (i = 0; i < o.m; i++)
+			kill(sht[i], SIGSTOP);
+		wait_ready(sht, o.m, WSTOPPED);
+		if (continued) {
+			/* Consume the stop reports (by pid), then continue. */
+			for (i = 0; i < o.m; i++)
+				if (waitpid(sht[i], &st, WUNTRACED) != sht[i])
+					die("waitpid stop report");
+			for (i = 0; i < o.m; i++)
+				kill(sht[i], SIGCONT);
+			wait_ready(sht, o.m, WCONTINUED);
+		}
+		t0 = now_ns();
+		for (i = 0; i < o.m; i++) {
+			pid = waitpid(-1, &st, continued ? WCONTINUED : WUNTRACED);
+			expect_pid(pid, "waitpid(-1)");
+			if (continued ? !WIFCONTINUED(st) : !WIFSTOPPED(st)) {
+				errno = 0;
+				die("unexpected status %#x from %d", st, pid);
+			}
+		}
+		t1 = now_ns();
+		report(o.m, t0, t1);
+		kill_reap(sht, o.m);
+	}
+	kill_reap(lng, o.n);
+}
+
+/* ---- ptrace: a tracer that is not the parent reaps exiting tracees ---- */
+
+static void xwrite(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	ssize_t w;
+
+	while (len) {
+		w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			die("write");
+		p += w;
+		len -= w;
+	}
+}
+
+static void xread(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	ssize_t r;
+
+	while (len) {
+		r = read(fd, p, len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			die("read");
+		p += r;
+		len -= r;
+	}
+}
+
+/*
+ * The parent P makes N long-lived children and REPEATS batches of M gated
+ * children and sends their pids to the tracer T (this process). T seizes
+ * the batches first (last batch first) and the long-lived children last,
+ * so the long-lived tracees are at the head of T's ptraced list. For each
+ * batch, T asks P to open its gate and reaps the M exiting tracees with
+ * wait(-1, __WALL). P reaps its own children only at the end.
+ */
+static void scen_ptrace(void)
+{
+	long total = o.n + (long)o.reps * o.m, i;
+	pid_t *pids = xcalloc(total, sizeof(*pids));
+	int topar[2], tot[2], r, st;
+	pid_t parent, pid;
+	uint64_t t0, t1;
+	char c;
+
+	if (pipe(topar) || pipe(tot))
+		die("pipe");
+	parent = fork();
+	if (parent < 0)
+		die("fork");
+	if (parent == 0) {
+		struct stackpool pool;
+		int (*gates)[2] = xcalloc(o.reps, sizeof(*gates));
+
+		close(topar[1]);
+		close(tot[0]);
+		prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+		pool_init(&pool, total);
+		make_sleepers(pids, o.n, &pool);
+		for (r = 0; r < o.reps; r++) {
+			if (pipe(gates[r]))
+				die("pipe");
+			for (i = 0; i < o.m; i++) {
+				long k = o.n + (long)r * o.m + i;
+
+				pids[k] = spawn_child(child_gate,
+						      gate_arg(gates[r]),
+						      pool_top(&pool, k), 0);
+			}
+			close(gates[r][0]);
+		}
+		xwrite(tot[1], pids, total * sizeof(*pids));
+		for (r = 0; r < o.reps; r++) {
+			xread(topar[0], &c, 1);
+			close(gates[r][1]);
+			xwrite(tot[1], &c, 1);
+		}
+		xread(topar[0], &c, 1);
+		for (i = 0; i < total; i++)
+			waitpid(pids[i], NULL, 0);
+		_exit(0);
+	}
+	close(topar[0]);
+	close(tot[1]);
+	xread(tot[0], pids, total * sizeof(*pids));
+	for (r = o.reps - 1; r >= 0; r--)
+		for (i = 0; i < o.m; i++)
+			if (ptrace(PTRACE_SEIZE, pids[o.n + (long)r * o.m + i],
+				   0, 0))
+				die("PTRACE_SEIZE");
+	for (i = 0; i < o.n; i++)
+		if (ptrace(PTRACE_SEIZE, pids[i], 0, 0))
+			die("PTRACE_SEIZE");
+	header(NULL);
+	for (r = 0; r < o.reps; r++) {
+		pid_t *batch = pids + o.n + (long)r * o.m;
+
+		xwrite(topar[1], "g", 1);
+		xread(tot[0], &c, 1);
+		wait_ready(batch, o.m, WEXITED);
+		t0 = now_ns();
+		for (i = 0; i < o.m; i++) {
+			pid = waitpid(-1, &st, __WALL);
+			expect_pid(pid, "waitpid(-1, __WALL)");
+		}
+		t1 = now_ns();
+		report(o.m, t0, t1);
+	}
+	kill_reap(pids, o.n);
+	xwrite(topar[1], "q", 1);
+	waitpid(parent, NULL, 0);
+}
+
+/* ---- threads: a 64-thread waiter whose threads forked the children ---- */
+
+static struct {
+	pthread_barrier_t bar;
+	int job; /* 0 quit, 1 make sleepers, 2 make gated */
+	pid_t *lng, *sht;
+	struct stackpool lp, sp;
+	int gate[2];
+} tw;
+
+static void thread_share(int k)
+{
+	long i;
+
+	if (tw.job == 1)
+		for (i = k; i < o.n; i += o.threads)
+			tw.lng[i] = spawn_child(child_sleep, NULL,
+						pool_top(&tw.lp, i), 0);
+	else if (tw.job == 2)
+		for (i = k; i < o.m; i += o.threads)
+			tw.sht[i] = spawn_child(child_gate, gate_arg(tw.gate),
+						pool_top(&tw.sp, i), 0);
+}
+
+static void *thread_main(void *arg)
+{
+	int k = (int)(intptr_t)arg;
+
+	for (;;) {
+		pthread_barrier_wait(&tw.bar);
+		if (!tw.job)
+			return NULL;
+		thread_share(k);
+		pthread_barrier_wait(&tw.bar);
+	}
+}
+
+static void thread_job(int job)
+{
+	tw.job = job;
+	pthread_barrier_wait(&tw.bar);
+	if (!job)
+		return;
+	thread_share(0);
+	pthread_barrier_wait(&tw.bar);
+}
+
+static void scen_threads(void)
+{
+	pthread_t *th = xcalloc(o.threads, sizeof(*th));
+	pthread_attr_t attr;
+	int r, st, k;
+	long i;
+	uint64_t t0, t1;
+
+	tw.lng = xcalloc(o.n, sizeof(pid_t));
+	tw.sht = xcalloc(o.m, sizeof(pid_t));
+	pool_init(&tw.lp, o.n);
+	pool_init(&tw.sp, o.m);
+	pthread_barrier_init(&tw.bar, NULL, o.threads);
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	for (k = 1; k < o.threads; k++)
+		if (pthread_create(&th[k], &attr, thread_main,
+				   (void *)(intptr_t)k))
+			die("pthread_create");
+	thread_job(1);
+	header(",threads");
+	for (r = 0; r < o.reps; r++) {
+		if (pipe(tw.gate))
+			die("pipe");
+		thread_job(2);
+		release_gated(tw.sht, o.m, tw.gate);
+		t0 = now_ns();
+		for (i = 0; i < o.m; i++)
+			expect_pid(wait(&st), "wait");
+		t1 = now_ns();
+		printf("%s,%ld,%ld,%llu,%llu,%d\n", o.scen, o.n, o.m,
+		       (unsigned long long)(t1 - t0),
+		       (unsigned long long)((t1 - t0) / (o.m ? o.m : 1)),
+		       o.threads);
+		fflush(stdout);
+	}
+	kill_reap(tw.lng, o.n);
+	thread_job(0);
+	for (k = 1; k < o.threads; k++)
+		pthread_join(th[k], NULL);
+}
+
+/* ---- pidns: tear down a pid namespace of N processes ---- */
+
+static int ns_init(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	struct stackpool pool;
+	pid_t *pids = xcalloc(o.n, sizeof(*pids));
+
+	pool_init(&pool, o.n);
+	make_sleepers(pids, o.n - 1, &pool);
+	if (write(fd, "r", 1) != 1)
+		_exit(1);
+	child_sleep(NULL);
+	return 0;
+}
+
+static void scen_pidns(void)
+{
+	int flags = CLONE_NEWPID | (geteuid() ? CLONE_NEWUSER : 0);
+	size_t stk = 1 << 20;
+	char *stack = mmap(NULL, stk, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	int rp[2], r;
+	pid_t init;
+	char c;
+	uint64_t t0, t1;
+
+	if (stack == MAP_FAILED)
+		die("mmap");
+	if (o.n < 1)
+		o.n = 1;
+	header(NULL);
+	for (r = 0; r < o.reps; r++) {
+		if (pipe(rp))
+			die("pipe");
+		/* No CLONE_VM: the ns init gets its own copy of memory. */
+		init = clone(ns_init, stack + stk, flags | SIGCHLD,
+			     (void *)(intptr_t)rp[1]);
+		if (init < 0)
+			die("clone(CLONE_NEWPID)");
+		close(rp[1]);
+		if (read(rp[0], &c, 1) != 1)
+			die("pid namespace init failed");
+		close(rp[0]);
+		t0 = now_ns();
+		kill(init, SIGKILL);
+		if (waitpid(init, NULL, 0) != init)
+			die("waitpid(ns init)");
+		t1 = now_ns();
+		report(o.n, t0, t1);
+	}
+}
+
+/* ---- forkwait: fork + _exit + waitpid(pid), the common path ---- */
+
+static void scen_forkwait(void)
+{
+	pid_t *lng = xcalloc(o.n, sizeof(*lng));
+	struct stackpool lp;
+	int r, st;
+	long i;
+	pid_t pid;
+	uint64_t t0, t1;
+
+	pool_init(&lp, o.n);
+	make_sleepers(lng, o.n, &lp);
+	header(NULL);
+	for (r = 0; r < o.reps; r++) {
+		t0 = now_ns();
+		for (i = 0; i < o.m; i++) {
+			pid = fork();
+			if (pid == 0)
+				_exit(0);
+			if (pid < 0)
+				die("fork");
+			if (waitpid(pid, &st, 0) != pid)
+				die("waitpid");
+		}
+		t1 = now_ns();
+		report(o.m, t0, t1);
+	}
+	kill_reap(lng, o.n);
+}
+
+/* ---- mixed: a container init with services and a churn of short jobs ---- */
+
+struct mixed_shm {
+	atomic_long exited;
+	uint64_t ts[]; /* indexed by pid: CLOCK_MONOTONIC just before _exit */
+};
+
+static struct mixed_shm *mshm;
+static long mshm_pids;
+
+static int mixed_job(void *arg)
+{
+	long pid = syscall(SYS_getpid);
+
+	(void)arg;
+	if (pid < mshm_pids)
+		mshm->ts[pid] = now_ns();
+	atomic_fetch_add(&mshm->exited, 1);
+	syscall(SYS_exit_group, 0);
+	return 0;
+}
+
+/*
+ * The spawner is a child of the reaper; it starts each job with
+ * clone(CLONE_PARENT|CLONE_VFORK|CLONE_VM), so jobs are the reaper's
+ * children (queued behind the N services) and one stack is enough.
+ */
+static void mixed_spawner(void)
+{
+	char *stack = mmap(NULL, 64 * 1024, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	uint64_t next = now_ns(), t, step = o.interval_us * 1000ull;
+	struct timespec ts;
+	long j;
+
+	if (stack == MAP_FAILED)
+		die("mmap");
+	for (j = 0; j < o.m; j++) {
+		if (clone(mixed_job, stack + 64 * 1024,
+			  CLONE_VM | CLONE_VFORK | CLONE_PARENT | SIGCHLD,
+			  NULL) < 0)
+			die("clone(CLONE_PARENT)");
+		next += step;
+		t = now_ns();
+		if (next < t) {
+			next = t; /* no catch-up bursts: a steady churn */
+			continue;
+		}
+		ts.tv_sec = next / 1000000000ull;
+		ts.tv_nsec = next % 1000000000ull;
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts,
+				       NULL) == EINTR)
+			;
+	}
+	_exit(0);
+}
+
+static void scen_mixed(void)
+{
+	pid_t *lng = xcalloc(o.n, sizeof(*lng));
+	uint64_t *lat = xcalloc(o.m, sizeof(*lat));
+	uint64_t *samp_t = xcalloc(o.m, sizeof(uint64_t));
+	long *samp_b = xcalloc(o.m, sizeof(long));
+	struct stackpool lp;
+	long reaped, backlog, bmax, i, nb;
+	double bsum;
+	int r, st, spawner_done, blocking;
+	pid_t spawner, pid;
+	uint64_t t0, t1, t;
+	size_t sz;
+
+	mshm_pids = read_long("/proc/sys/kernel/pid_max") + 1;
+	if (mshm_pids < 32769)
+		mshm_pids = 4194305;
+	sz = sizeof(*mshm) + mshm_pids * sizeof(uint64_t);
+	mshm = mmap(NULL, sz, PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (mshm == MAP_FAILED)
+		die("mmap shared");
+	pool_init(&lp, o.n);
+	make_sleepers(lng, o.n, &lp);
+	header(",p50_ns,p99_ns,max_ns,backlog_max,backlog_mean");
+	for (r = 0; r < o.reps; r++) {
+		atomic_store(&mshm->exited, 0);
+		reaped = 0;
+		bmax = 0;
+		bsum = 0;
+		spawner_done = 0;
+		t0 = now_ns();
+		spawner = fork();
+		if (spawner < 0)
+			die("fork");
+		if (spawner == 0)
+			mixed_spawner();
+		/* tini: block in wait(-1), then WNOHANG until nothing is left */
+		while (reaped < o.m || !spawner_done) {
+			blocking = 1;
+			for (;;) {
+				pid = waitpid(-1, &st, blocking ? 0 : WNOHANG);
+				if (pid < 0 && errno == EINTR)
+					continue;
+				if (pid < 0)
+					die("waitpid(-1)");
+				if (pid == 0)
+					break;
+				blocking = 0;
+				t = now_ns();
+				if (pid == spawner) {
+					spawner_done = 1;
+					continue;
+				}
+				if (reaped >= o.m) {
+					errno = 0;
+					die("reaped unexpected child %d", pid);
+				}
+				lat[reaped] = pid < mshm_pids &&
+					t > mshm->ts[pid] ?
+					t - mshm->ts[pid] : 0;
+				reaped++;
+				backlog = atomic_load(&mshm->exited) - reaped;
+				if (backlog < 0)
+					backlog = 0;
+				samp_t[reaped - 1] = t - t0;
+				samp_b[reaped - 1] = backlog;
+				if (backlog > bmax)
+					bmax = backlog;
+				bsum += backlog;
+			}
+		}
+		t1 = now_ns();
+		if (o.verbose) {
+			/* zombie backlog over time, 20 buckets, max per bucket */
+			uint64_t span = t1 - t0, b = span / 20 + 1;
+
+			for (nb = 0; nb < 20; nb++) {
+				long mx = 0;
+
+				for (i = 0; i < o.m; i++)
+					if (samp_t[i] / b == (uint64_t)nb &&
+					    samp_b[i] > mx)
+						mx = samp_b[i];
+				printf("# backlog t_ms=%.1f zombies_max=%ld\n",
+				       nb * b / 1e6, mx);
+			}
+		}
+		qsort(lat, o.m, sizeof(*lat), cmp_u64);
+		printf("%s,%ld,%ld,%llu,%llu,%llu,%llu,%llu,%ld,%.1f\n",
+		       o.scen, o.n, o.m, (unsigned long long)(t1 - t0),
+		       (unsigned long long)((t1 - t0) / (o.m ? o.m : 1)),
+		       (unsigned long long)(o.m ? lat[o.m / 2] : 0),
+		       (unsigned long long)(o.m ? lat[(o.m * 99) / 100] : 0),
+		       (unsigned long long)(o.m ? lat[o.m - 1] : 0),
+		       bmax, o.m ? bsum / o.m : 0.0);
+		fflush(stdout);
+	}
+	kill_reap(lng, o.n);
+}
+
+/* ---- main ---- */
+
+static const struct {
+	const char *name;
+	long n, m; /* defaults */
+	const char *help;
+} scens[] = {
+	{ "burst", 1000, 100, "wait(-1) reaps M zombies" },
+	{ "empty", 1000, 1000, "M waitpid(-1, WNOHANG) polls that return 0" },
+	{ "peek", 1000, 100, "waitid(P_ALL, WNOWAIT) + waitid(P_PID) x M" },
+	{ "pgrp", 1000, 100, "waitpid(0) reaps M; the N are in another pgrp" },
+	{ "stopped", 1000, 100, "M WUNTRACED stop reports" },
+	{ "continued", 1000, 100, "M WCONTINUED reports" },
+	{ "ptrace", 1000, 100, "a tracer (not the parent) reaps M tracees" },
+	{ "threads", 1000, 100, "64-thread waiter reaps M zombies" },
+	{ "pidns", 1000, 0, "kill a pid ns init of N processes, reap it" },
+	{ "forkwait", 0, 1000, "fork + _exit + waitpid(pid), M times" },
+	{ "mixed", 1000, 1000, "N services + M short jobs: reap latency" },
+};
+
+static void usage(void)
+{
+	size_t i;
+
+	fprintf(stderr,
+		"usage: reapbench SCENARIO [-n N] [-m M] [-r REPEATS] [--csv]\n"
+		"       [--fork] [-t THREADS] [-i INTERVAL_US] [-v]\n"
+		"  -n N        long-lived children, created first\n"
+		"  -m M        timed operations per repeat\n"
+		"  -r REPEATS  lines of output (default 3)\n"
+		"  --fork      fork() children (~100 KiB each) instead of\n"
+		"              clone(CLONE_VM) ones (~25 KiB each)\n"
+		"  -t THREADS  waiter threads for 'threads' (default 64)\n"
+		"  -i USEC     job interval for 'mixed' (default 100)\n"
+		"  -v          'mixed': print the zombie backlog over time\n"
+		"  --csv       print a header line\n"
+		"scenarios (default N, M):\n");
+	for (i = 0; i < sizeof(scens) / sizeof(scens[0]); i++)
+		fprintf(stderr, "  %-10s %5ld %5ld  %s\n", scens[i].name,
+			scens[i].n, scens[i].m, scens[i].help);
+	exit(1);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "csv", no_argument, NULL, 'c' },
+		{ "fork", no_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	size_t s, ns = sizeof(scens) / sizeof(scens[0]);
+	int c, m_set = 0;
+
+	if (argc < 2 || argv[1][0] == '-')
+		usage();
+	o.scen = argv[1];
+	for (s = 0; s < ns; s++)
+		if (!strcmp(scens[s].name, o.scen))
+			break;
+	if (s == ns)
+		usage();
+	o.reps = 3;
+	o.threads = 64;
+	o.interval_us = 100;
+	optind = 2;
+	while ((c = getopt_long(argc, argv, "n:m:r:t:i:vh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'n': o.n = atol(optarg); o.n_set = 1; break;
+		case 'm': o.m = atol(optarg); m_set = 1; break;
+		case 'r': o.reps = atoi(optarg); break;
+		case 't': o.threads = atoi(optarg); break;
+		case 'i': o.interval_us = atol(optarg); break;
+		case 'v': o.verbose = 1; break;
+		case 'c': o.csv = 1; break;
+		case 'f': g_use_fork = 1; break;
+		default: usage();
+		}
+	}
+	if (optind != argc)
+		usage();
+	if (!o.n_set)
+		o.n = scens[s].n;
+	if (!m_set)
+		o.m = scens[s].m;
+	if (o.n < 0 || o.m < 0 || o.reps < 1 || o.threads < 1 ||
+	    o.interval_us < 0)
+		usage();
+	raise_limits(o.n + (long)o.reps * o.m + o.threads + 16);
+	/* Default SIGCHLD disposition: zombies must stay for us to reap. */
+	signal(SIGCHLD, SIG_DFL);
+
+	if (!strcmp(o.scen, "burst"))
+		scen_reap(REAP_WAIT);
+	else if (!strcmp(o.scen, "peek"))
+		scen_reap(REAP_PEEK);
+	else if (!strcmp(o.scen, "pgrp"))
+		scen_reap(REAP_PGRP);
+	else if (!strcmp(o.scen, "empty"))
+		scen_empty();
+	else if (!strcmp(o.scen, "stopped"))
+		scen_stopcont(0);
+	else if (!strcmp(o.scen, "continued"))
+		scen_stopcont(1);
+	else if (!strcmp(o.scen, "ptrace"))
+		scen_ptrace();
+	else if (!strcmp(o.scen, "threads"))
+		scen_threads();
+	else if (!strcmp(o.scen, "pidns"))
+		scen_pidns();
+	else if (!strcmp(o.scen, "forkwait"))
+		scen_forkwait();
+	else if (!strcmp(o.scen, "mixed"))
+		scen_mixed();
+	return 0;
+}
