@@ -48,7 +48,7 @@ static inline uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void __attribute__((noreturn, format(printf, 1, 2)))
+static inline void __attribute__((noreturn, format(printf, 1, 2)))
 die(const char *fmt, ...)
 {
 	va_list ap;
@@ -61,7 +61,7 @@ die(const char *fmt, ...)
 	exit(2);
 }
 
-static long read_long(const char *path)
+static inline long read_long(const char *path)
 {
 	FILE *f = fopen(path, "r");
 	long v = -1;
@@ -75,7 +75,7 @@ static long read_long(const char *path)
 }
 
 /* Raise a sysctl to at least @want (root only; failures are reported). */
-static void sysctl_at_least(const char *path, long want)
+static inline void sysctl_at_least(const char *path, long want)
 {
 	long cur = read_long(path);
 	FILE *f;
@@ -89,7 +89,7 @@ static void sysctl_at_least(const char *path, long want)
 }
 
 /* Make room for @nprocs more processes: RLIMIT_NPROC, pid_max, threads-max. */
-static void raise_limits(long nprocs)
+static inline void raise_limits(long nprocs)
 {
 	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
 	long want = nprocs + 32768;
@@ -113,7 +113,7 @@ struct stackpool {
 	size_t n;
 };
 
-static void pool_init(struct stackpool *p, size_t n)
+static inline void pool_init(struct stackpool *p, size_t n)
 {
 	p->n = n ? n : 1;
 	if (g_use_fork) {
@@ -127,7 +127,7 @@ static void pool_init(struct stackpool *p, size_t n)
 		die("mmap stack pool of %zu children", p->n);
 }
 
-static void *pool_top(struct stackpool *p, size_t i)
+static inline void *pool_top(struct stackpool *p, size_t i)
 {
 	if (!p->base)
 		return NULL;
@@ -139,7 +139,7 @@ static void *pool_top(struct stackpool *p, size_t i)
  * @flags) on @stack_top. --fork children: a real copy of the address space
  * (fork(), or a raw clone() system call when @flags need it).
  */
-static pid_t spawn_child(int (*fn)(void *), void *arg, void *stack_top,
+static inline pid_t spawn_child(int (*fn)(void *), void *arg, void *stack_top,
 			 int flags)
 {
 	pid_t pid;
@@ -164,7 +164,7 @@ static pid_t spawn_child(int (*fn)(void *), void *arg, void *stack_top,
  * Long-lived child: sleeps until killed (stop/continue do not end it). It
  * closes its copies of the parent's files, so it holds no pipe open.
  */
-static int child_sleep(void *arg)
+static inline int child_sleep(void *arg)
 {
 	(void)arg;
 	syscall(SYS_close_range, 0, ~0U, 0);
@@ -182,7 +182,7 @@ static inline void *gate_arg(const int gate[2])
 	return (void *)(intptr_t)gate[0];
 }
 
-static int child_gate(void *arg)
+static inline int child_gate(void *arg)
 {
 	unsigned int rfd = (unsigned int)(intptr_t)arg;
 	char c;
@@ -201,7 +201,7 @@ static int child_gate(void *arg)
  * of kind @which (WEXITED, WSTOPPED or WCONTINUED) pending. waitid(P_PID)
  * looks the child up by pid, so this does not walk the children list.
  */
-static void wait_ready(const pid_t *pids, long m, int which)
+static inline void wait_ready(const pid_t *pids, long m, int which)
 {
 	long i;
 	siginfo_t si;
@@ -220,7 +220,7 @@ static void wait_ready(const pid_t *pids, long m, int which)
 }
 
 /* SIGKILL and reap (by pid, so O(1) each) a set of children. */
-static void kill_reap(const pid_t *pids, long n)
+static inline void kill_reap(const pid_t *pids, long n)
 {
 	long i;
 
@@ -232,7 +232,7 @@ static void kill_reap(const pid_t *pids, long n)
 }
 
 /* Create @n long-lived sleeping children (pids into @pids). */
-static void make_sleepers(pid_t *pids, long n, struct stackpool *pool)
+static inline void make_sleepers(pid_t *pids, long n, struct stackpool *pool)
 {
 	long i;
 
@@ -240,7 +240,7 @@ static void make_sleepers(pid_t *pids, long n, struct stackpool *pool)
 		pids[i] = spawn_child(child_sleep, NULL, pool_top(pool, i), 0);
 }
 
-static void *xcalloc(size_t n, size_t sz)
+static inline void *xcalloc(size_t n, size_t sz)
 {
 	void *p = calloc(n ? n : 1, sz);
 
@@ -249,7 +249,7 @@ static void *xcalloc(size_t n, size_t sz)
 	return p;
 }
 
-static int cmp_u64(const void *a, const void *b)
+static inline int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
