@@ -152,6 +152,37 @@ static inline bool gate_pass(struct gate *g)
 	return r == 1;
 }
 
+/*
+ * Notes go the other way: a child tells the test it is ready.  They are
+ * not registered as gates (the child must keep the write end); the test
+ * closes its write end after the fork, so a dead child reads as EOF.
+ */
+static inline int note_init(struct gate *n)
+{
+	int fds[2];
+
+	if (pipe2(fds, O_CLOEXEC))
+		return -1;
+	n->rfd = fds[0];
+	n->wfd = fds[1];
+	return 0;
+}
+
+static inline int note_send(struct gate *n)
+{
+	return write(n->wfd, "n", 1) == 1 ? 0 : -1;
+}
+
+/* Test side: true when the child sent a note, false if it died. */
+static inline bool note_recv(struct gate *n)
+{
+	if (n->wfd >= 0) {
+		close(n->wfd);
+		n->wfd = -1;
+	}
+	return gate_pass(n);
+}
+
 /* First thing every child does. */
 static inline void wu_child_init(void)
 {
