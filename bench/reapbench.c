@@ -147,7 +147,8 @@ static void scen_empty(void)
 	for (r = 0; r < o.reps; r++) {
 		t0 = now_ns();
 		for (i = 0; i < o.m; i++)
-			if (waitpid(-1, &st, WNOHANG) != 0)
+			if (waitpid(-1, &st, WNOHANG) != 0 &&
+			    !(o.n == 0 && errno == ECHILD))
 				die("waitpid(-1, WNOHANG) found something");
 		t1 = now_ns();
 		report(o.m, t0, t1);
@@ -594,6 +595,9 @@ static void scen_mixed(void)
 				pid = waitpid(-1, &st, blocking ? 0 : WNOHANG);
 				if (pid < 0 && errno == EINTR)
 					continue;
+				if (pid < 0 && errno == ECHILD &&
+				    reaped == o.m && spawner_done)
+					break;
 				if (pid < 0)
 					die("waitpid(-1)");
 				if (pid == 0)
@@ -651,6 +655,59 @@ static void scen_mixed(void)
 	kill_reap(lng, o.n);
 }
 
+/* ---- mem: memory and time it takes to create N long-lived children ---- */
+
+static long meminfo_kib(const char *field)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[256];
+	size_t len = strlen(field);
+	long v = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, len) && line[len] == ':') {
+			v = atol(line + len + 1);
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
+static void scen_mem(void)
+{
+	static const char *const fields[] = {
+		"MemAvailable", "KernelStack", "PageTables", "Slab",
+	};
+	long before[4], after[4];
+	pid_t *lng = xcalloc(o.n, sizeof(*lng));
+	struct stackpool lp;
+	uint64_t t0, t1;
+	int r, k;
+
+	pool_init(&lp, o.n);
+	header(",kib_per_child_memavail,kib_kstack,kib_pagetables,kib_slab");
+	for (r = 0; r < o.reps; r++) {
+		for (k = 0; k < 4; k++)
+			before[k] = meminfo_kib(fields[k]);
+		t0 = now_ns();
+		make_sleepers(lng, o.n, &lp);
+		t1 = now_ns();
+		for (k = 0; k < 4; k++)
+			after[k] = meminfo_kib(fields[k]);
+		printf("%s,%ld,%ld,%llu,%llu,%.1f,%.1f,%.1f,%.1f\n", o.scen,
+		       o.n, o.n, (unsigned long long)(t1 - t0),
+		       (unsigned long long)((t1 - t0) / (o.n ? o.n : 1)),
+		       (double)(before[0] - after[0]) / (o.n ? o.n : 1),
+		       (double)(after[1] - before[1]) / (o.n ? o.n : 1),
+		       (double)(after[2] - before[2]) / (o.n ? o.n : 1),
+		       (double)(after[3] - before[3]) / (o.n ? o.n : 1));
+		fflush(stdout);
+		kill_reap(lng, o.n);
+	}
+}
+
 /* ---- main ---- */
 
 static const struct {
@@ -669,6 +726,7 @@ static const struct {
 	{ "pidns", 1000, 0, "kill a pid ns init of N processes, reap it" },
 	{ "forkwait", 0, 1000, "fork + _exit + waitpid(pid), M times" },
 	{ "mixed", 1000, 1000, "N services + M short jobs: reap latency" },
+	{ "mem", 1000, 0, "KiB of memory per long-lived child (meminfo)" },
 };
 
 static void usage(void)
@@ -765,5 +823,7 @@ int main(int argc, char **argv)
 		scen_forkwait();
 	else if (!strcmp(o.scen, "mixed"))
 		scen_mixed();
+	else if (!strcmp(o.scen, "mem"))
+		scen_mem();
 	return 0;
 }
