@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -164,12 +165,15 @@ static inline pid_t spawn_child(int (*fn)(void *), void *arg, void *stack_top,
 
 /*
  * Long-lived child: sleeps until killed (stop/continue do not end it). It
- * closes its copies of the parent's files, so it holds no pipe open.
+ * closes its copies of the parent's files, so it holds no pipe open, and
+ * dies with the thread that created it.
  */
 static inline int child_sleep(void *arg)
 {
 	(void)arg;
 	syscall(SYS_close_range, 0, ~0U, 0);
+	/* Do not outlive a benchmark that dies half-way. */
+	syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	for (;;)
 		syscall(SYS_ppoll, NULL, 0, NULL, NULL, 0);
 	return 0;
