@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Multi-threaded parent: children belong to the thread group, not to
+ * the thread that forked them.  Any thread can reap them (and is woken
+ * by their exit) unless it passes __WNOTHREAD, which restricts the wait
+ * to the calling thread's own children.  When the forking thread exits,
+ * its children pass to another thread of the group (not to a reaper
+ * outside), which can then reap them even with __WNOTHREAD; a child's
+ * PR_SET_PDEATHSIG fires at that hand-over.
+ */
+#include "wait_util.h"
+
+/*
+ * A helper thread that forks on request and then stays alive (blocked
+ * on its own gate) or exits; it can also reap with __WNOTHREAD.
+ */
+struct forker {
+	pthread_t th;
+	pid_t tid;
+	struct gate cmd;	/* commands to the thread */
+	struct gate done;	/* thread -> test: command done */
+	struct gate ready;	/* gated kid -> thread: set up */
+	int nkids;
+	pid_t kid[4];
+	bool kid_gated[4];
+	struct gate kid_gate;	/* gated kids of this thread */
+	int kid_pdeathsig;	/* PR_SET_PDEATHSIG for gated kids */
+	struct wres res;	/* result of CMD_REAP */
+	pid_t reap_target;
+};
+
+enum { CMD_FORK_GATED = 'g', CMD_FORK_ZOMBIE = 'z', CMD_REAP = 'r',
+       CMD_EXIT = 'x' };
+
+struct pd_arg {
+	struct gate *g;
+	struct gate *ready;
+	int sig;
+	int code;
+	pid_t ppid;
+};
+
+/* Gated kid: optionally asks for a parent-death signal first. */
+static int pd_kid(void *p)
+{
+	struct pd_arg *a = p;
+
+	if (a->sig)
+		CHILD_CHECK(!prctl(PR_SET_PDEATHSIG, a->sig));
+	CHILD_CHECK(!note_send(a->ready));
+	if (!gate_pass(a->g))
+		return WU_ORPHANED;
+	/* Still a child of the same process after any hand-over. */
+	CHILD_CHECK(getppid() == a->ppid);
+	return a->code;
+}
+
+static void *forker_main(void *p)
+{
+	struct forker *f = p;
+	char c;
+
+	f->tid = sys_gettid();
+	while (read(f->cmd.rfd, &c, 1) == 1) {
+		struct pd_arg a = { &f->kid_gate, &f->ready,
+				    f->kid_pdeathsig, code_of(f->nkids),
+				    getpid() };
+
+		switch (c) {
+		case CMD_FORK_GATED:
+			f->kid_gated[f->nkids] = true;
+			f->kid[f->nkids] = spawn(pd_kid, &a);
+			/* The kid is set up once it says so. */
+			if (read(f->ready.rfd, &c, 1) != 1)
+				f->kid[f->nkids] = -1;
+			f->nkids++;
+			break;
+		case CMD_FORK_ZOMBIE:
+			f->kid[f->nkids] = spawn_exit(code_of(f->nkids));
+			wait_zombie(f->kid[f->nkids]);
+			f->nkids++;
+			break;
+		case CMD_REAP:
+			wk_wait(WK_WAITPID_PID, f->reap_target, 0, -1,
+				__WNOTHREAD, &f->res);
+			break;
+		case CMD_EXIT:
+			note_send(&f->done);
+			return NULL;
+		}
+		note_send(&f->done);
+	}
+	return NULL;
+}
+
+static int forker_start(struct forker *f)
+{
+	memset(f, 0, sizeof(*f));
+	if (gate_init(&f->cmd) || gate_init(&f->kid_gate))
+		return -1;
+	/* Both ends of these stay with us: notes, never note_recv()'d. */
+	if (note_init(&f->done) || note_init(&f->ready))
+		return -1;
+	return pthread_create(&f->th, NULL, forker_main, f);
+}
+
+/* Run command @c in the forker thread and wait until it is done. */
+static int forker_do(struct forker *f, char c)
+{
+	char ack;
+
+	if (write(f->cmd.wfd, &c, 1) != 1)
+		return -1;
+	return read(f->done.rfd, &ack, 1) == 1 ? 0 : -1;
+}
+
+/* Let the thread exit and make sure it is completely gone. */
+static int forker_exit(struct forker *f)
+{
+	if (forker_do(f, CMD_EXIT) || pthread_join(f->th, NULL))
+		return -1;
+	/*
+	 * pthread_join() returns when the thread's tid is cleared, which
+	 * is before its children are handed over; the /proc entry only
+	 * disappears once the thread is released, after the hand-over.
+	 */
+	wait_task_gone(getpid(), f->tid);
+	return 0;
+}
+
+/* The main thread reaps a child forked by another (living) thread. */
+TEST(reap_child_of_other_thread)
+{
+	struct forker f;
+	struct wres r;
+
+	ASSERT_EQ(0, forker_start(&f));
+	ASSERT_EQ(0, forker_do(&f, CMD_FORK_GATED));
+	ASSERT_EQ(0, forker_do(&f, CMD_FORK_ZOMBIE));
+
+	wk_wait(WK_WAITPID_PID, f.kid[0], 0, -1, WNOHANG, &r);
+	ASSERT_WRES_NONE(WK_WAITPID_PID, r);
+	wk_wait(WK_WAITID_ALL, 0, 0, -1, 0, &r);
+	ASSERT_WRES(WK_WAITID_ALL, r, f.kid[1], CLD_EXITED, code_of(1));
+	ASSERT_EQ(0, gate_open(&f.kid_gate, 1));
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, 0, &r);
+	ASSERT_WRES(WK_WAITPID_ANY, r, f.kid[0], CLD_EXITED, code_of(0));
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WALL | WNOHANG, &r);
+	ASSERT_WRES_ERR(r, ECHILD);
+	ASSERT_EQ(0, forker_exit(&f));
+}
+
+/* A blocked wait in one thread is woken by another thread's child. */
+TEST(woken_by_other_threads_child)
+{
+	struct releaser rel;
+	struct forker f;
+	struct wres r;
+
+	ASSERT_EQ(0, forker_start(&f));
+	ASSERT_EQ(0, forker_do(&f, CMD_FORK_GATED));
+	ASSERT_EQ(0, releaser_start(&rel, release_one, &f.kid_gate));
+	wk_wait(WK_WAITID_ALL, 0, 0, -1, 0, &r);
+	ASSERT_EQ(0, releaser_join(&rel));
+	ASSERT_WRES(WK_WAITID_ALL, r, f.kid[0], CLD_EXITED, code_of(0));
+	ASSERT_EQ(0, forker_exit(&f));
+}
+
+/*
+ * __WNOTHREAD: the main thread sees only its own children.  Another
+ * thread's zombie is ECHILD for it (even blocking), its own live child
+ * makes WNOHANG return 0, and the forking thread itself can reap.
+ */
+TEST(wnothread_own_children_only)
+{
+	struct kids k = { 0 };
+	struct forker f;
+	struct wres r;
+	pid_t z;
+
+	ASSERT_EQ(0, forker_start(&f));
+	ASSERT_EQ(0, forker_do(&f, CMD_FORK_ZOMBIE));
+	z = f.kid[0];
+
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WNOTHREAD | WNOHANG, &r);
+	ASSERT_WRES_ERR(r, ECHILD);
+	wk_wait(WK_WAITPID_PID, z, 0, -1, __WNOTHREAD, &r);
+	ASSERT_WRES_ERR(r, ECHILD);
+	wk_wait(WK_WAITID_ALL, 0, 0, -1, __WNOTHREAD | WNOHANG, &r);
+	ASSERT_WRES_ERR(r, ECHILD);
+
+	/* With a live child of our own: nothing to report, not ECHILD. */
+	ASSERT_EQ(0, kids_add(&k, true, code_of(5)));
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WNOTHREAD | WNOHANG, &r);
+	ASSERT_WRES_NONE(WK_WAITPID_ANY, r);
+	wk_wait(WK_WAITID_PID, z, 0, -1, __WNOTHREAD | WNOHANG, &r);
+	ASSERT_WRES_ERR(r, ECHILD);
+
+	/* The forking thread reaps its own child with __WNOTHREAD. */
+	f.reap_target = z;
+	ASSERT_EQ(0, forker_do(&f, CMD_REAP));
+	ASSERT_WRES(WK_WAITPID_PID, f.res, z, CLD_EXITED, code_of(0));
+
+	kids_release(&k, 0);
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WNOTHREAD, &r);
+	ASSERT_WRES(WK_WAITPID_ANY, r, k.pid[0], CLD_EXITED, code_of(5));
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WALL | WNOHANG, &r);
+	ASSERT_WRES_ERR(r, ECHILD);
+	ASSERT_EQ(0, forker_exit(&f));
+}
+
+/*
+ * A __WNOTHREAD wait is not woken by another thread's child: it goes on
+ * sleeping until its own child exits.
+ */
+struct wnt_steps {
+	struct forker *f;
+	struct kids *k;
+	pid_t waiter;
+	int err;
+};
+
+static void other_then_own(void *p)
+{
+	struct wnt_steps *s = p;
+
+	gate_open(&s->f->kid_gate, 1);
+	if (wait_zombie(s->f->kid[0]))
+		s->err = 1;
+	for (int i = 0; i < 1000; i++)
+		if (!thread_in_wait(s->waiter))
+			s->err = 2;
+	kids_release(s->k, 0);
+}
+
+TEST(wnothread_not_woken_by_other_threads_child)
+{
+	struct kids k = { 0 };
+	struct wnt_steps s = { NULL, &k, sys_gettid(), 0 };
+	struct releaser rel;
+	struct forker f;
+	struct wres r;
+
+	ASSERT_EQ(0, forker_start(&f));
+	s.f = &f;
+	ASSERT_EQ(0, forker_do(&f, CMD_FORK_GATED));
+	ASSERT_EQ(0, kids_add(&k, true, code_of(5)));
+
+	ASSERT_EQ(0, releaser_start(&rel, other_then_own, &s));
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WNOTHREAD, &r);
+	ASSERT_EQ(0, releaser_join(&rel));
+	ASSERT_EQ(0, s.err);
+	ASSERT_WRES(WK_WAITPID_ANY, r, k.pid[0], CLD_EXITED, code_of(5));
+	/* The other thread's zombie is still there for a plain wait. */
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, 0, &r);
+	ASSERT_WRES(WK_WAITPID_ANY, r, f.kid[0], CLD_EXITED, code_of(0));
+	ASSERT_EQ(0, forker_exit(&f));
+}
+
+/*
+ * The forking thread exits: its live and zombie children pass to the
+ * remaining thread (the main one), whose __WNOTHREAD waits now find
+ * them; they stay children of this process (getppid unchanged).
+ */
+TEST(children_inherited_on_thread_exit)
+{
+	struct forker f;
+	struct wres r;
+
+	ASSERT_EQ(0, forker_start(&f));
+	ASSERT_EQ(0, forker_do(&f, CMD_FORK_GATED));
+	ASSERT_EQ(0, forker_do(&f, CMD_FORK_ZOMBIE));
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WNOTHREAD | WNOHANG, &r);
+	ASSERT_WRES_ERR(r, ECHILD);
+
+	ASSERT_EQ(0, forker_exit(&f));
+
+	/* The zombie is ours now; the live one too. */
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WNOTHREAD, &r);
+	ASSERT_WRES(WK_WAITPID_ANY, r, f.kid[1], CLD_EXITED, code_of(1));
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WNOTHREAD | WNOHANG, &r);
+	ASSERT_WRES_NONE(WK_WAITPID_ANY, r);
+	ASSERT_EQ(0, gate_open(&f.kid_gate, 1));
+	wk_wait(WK_WAITPID_PID, f.kid[0], 0, -1, __WNOTHREAD, &r);
+	ASSERT_WRES(WK_WAITPID_PID, r, f.kid[0], CLD_EXITED, code_of(0));
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WALL | WNOHANG, &r);
+	ASSERT_WRES_ERR(r, ECHILD);
+}
+
+/* PR_SET_PDEATHSIG is about the forking thread: it fires on hand-over. */
+TEST(pdeathsig_fires_on_thread_exit)
+{
+	struct forker f;
+	struct wres r;
+
+	ASSERT_EQ(0, forker_start(&f));
+	f.kid_pdeathsig = SIGUSR1;
+	ASSERT_EQ(0, forker_do(&f, CMD_FORK_GATED));
+	ASSERT_GT(f.kid[0], 0);
+	ASSERT_EQ(0, forker_exit(&f));
+	wk_wait(WK_WAITPID_PID, f.kid[0], 0, -1, __WNOTHREAD, &r);
+	ASSERT_WRES(WK_WAITPID_PID, r, f.kid[0], CLD_KILLED, SIGUSR1);
+}
+
+TEST_HARNESS_MAIN
