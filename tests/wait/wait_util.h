@@ -524,6 +524,89 @@ static inline void wk_wait(enum wkind k, pid_t target, pid_t pgid, int pidfd,
 	}
 }
 
+/*
+ * For use inside children (no harness asserts there): reap @n children
+ * with waitpid(-1, @opts) and check they are exactly @pids[0..n) (as a
+ * set), each exited with code_of(@base + index).  0 if so, else -1.
+ */
+static inline int reap_set(const pid_t *pids, int n, int base, int opts)
+{
+	bool seen[n];
+
+	memset(seen, 0, sizeof(seen));
+	for (int j = 0; j < n; j++) {
+		int st, i;
+		pid_t pid = waitpid(-1, &st, opts);
+
+		i = idx_of(pids, n, pid);
+		if (i < 0 || seen[i] || !WIFEXITED(st) ||
+		    WEXITSTATUS(st) != code_of(base + i)) {
+			fprintf(stderr, "# reap_set: pid %d idx %d st %#x\n",
+				pid, i, st);
+			return -1;
+		}
+		seen[i] = true;
+	}
+	return 0;
+}
+
+/*
+ * Orphan maker, run as a middle process: forks @n children, where child
+ * i is a zombie-to-be (exits code_of(i) at once) if orphan_is_zombie(i),
+ * else waits on @g and then exits code_of(i), after checking that its
+ * parent by then is @new_ppid (CHILD_CHECK, so a wrong reaper shows as
+ * a wrong exit status).  Waits until the zombies are zombies, writes
+ * all pids, in creation order, to @out, and returns; the caller then
+ * exits, orphaning them all.
+ */
+struct orphans {
+	struct gate *g;
+	int out;
+	int n;
+	pid_t new_ppid;
+};
+
+static inline bool orphan_is_zombie(int i)
+{
+	return i % 3 == 1;
+}
+
+struct wu_orphan_arg {
+	struct gate *g;
+	pid_t new_ppid;
+	int code;
+};
+
+static inline int wu_orphan_fn(void *p)
+{
+	struct wu_orphan_arg *a = p;
+
+	if (!gate_pass(a->g))
+		return WU_ORPHANED;
+	CHILD_CHECK(getppid() == a->new_ppid);
+	return a->code;
+}
+
+static inline int make_orphans(void *p)
+{
+	struct orphans *o = p;
+	pid_t pids[o->n];
+
+	for (int i = 0; i < o->n; i++) {
+		struct wu_orphan_arg a = { o->g, o->new_ppid, code_of(i) };
+
+		pids[i] = orphan_is_zombie(i) ? spawn_exit(code_of(i)) :
+						spawn(wu_orphan_fn, &a);
+		CHILD_CHECK(pids[i] > 0);
+	}
+	for (int i = 0; i < o->n; i++)
+		if (orphan_is_zombie(i))
+			CHILD_CHECK(!wait_zombie(pids[i]));
+	CHILD_CHECK(write(o->out, pids, sizeof(pids)) ==
+		    (ssize_t)sizeof(pids));
+	return 0;
+}
+
 /* The kind accepts options (plain wait() has none). */
 static inline bool wk_has_opts(enum wkind k)
 {
