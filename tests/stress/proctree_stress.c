@@ -57,7 +57,6 @@
 
 #define MAX_SLOTS	64
 #define MAX_THREADS	3	/* extra threads per worker */
-#define SLOT_ANY	-1
 
 /* ---------------------------------------------------------------------- */
 /* Protocol between controller and workers.                               */
@@ -202,12 +201,11 @@ static void w_loop(void);
 
 static void *w_cmd_thread(void *seqp)
 {
-	int seq = (int)(intptr_t)seqp;
+	int seq = (int)(intptr_t)seqp, tid;
 
 	/* Only acknowledge once the old leader is really gone. */
-	while (__atomic_load_n(&w_leader_tid, __ATOMIC_ACQUIRE))
-		futex_wait(&w_leader_tid, __atomic_load_n(&w_leader_tid,
-							  __ATOMIC_ACQUIRE));
+	while ((tid = __atomic_load_n(&w_leader_tid, __ATOMIC_ACQUIRE)))
+		futex_wait(&w_leader_tid, tid);
 	w_report(OP_ACK, seq, 0);
 	w_loop();
 	return NULL;
@@ -363,7 +361,7 @@ static void w_init(int slot, int pgid_req)
 /* Controller side: options, PRNG, failure reporting, watchdog.          */
 
 static unsigned long long opt_seed = 1;
-static long opt_ops = 1500;
+static long opt_ops = 10000;
 static long opt_seconds;
 static int opt_max = 12;
 static int opt_watchdog = 300;
@@ -809,6 +807,7 @@ static int check_report(const struct wq *q, const char *desc, pid_t pid,
 {
 	int s = slot_of(pid), nowait = q->flags & WNOWAIT;
 	struct proc *p;
+	int confirm;
 
 	n_reports++;
 	if (s < 0)
@@ -833,6 +832,8 @@ static int check_report(const struct wq *q, const char *desc, pid_t pid,
 		P[p->tracer].tracee = -1;
 		p->tracer = -1;
 	}
+	/* A dying child's stop/continue state goes away with its exit. */
+	confirm = nowait && p->state != ST_DYING;
 
 	switch (kind) {
 	case R_EXIT:
@@ -857,9 +858,9 @@ static int check_report(const struct wq *q, const char *desc, pid_t pid,
 		if (!p->stop_sig || status != p->stop_sig)
 			fail("%s: pid %d reported stopped by %d, expected %d",
 			     desc, pid, status, p->stop_sig);
-		if (nowait)
+		if (confirm)
 			p->stop_ok = 1;
-		else
+		else if (!nowait)
 			p->stop_sig = p->stop_ok = 0;
 		break;
 	case R_CONT:
@@ -868,9 +869,9 @@ static int check_report(const struct wq *q, const char *desc, pid_t pid,
 		if (!p->cont)
 			fail("%s: pid %d reported continued, none pending",
 			     desc, pid);
-		if (nowait)
+		if (confirm)
 			p->cont_ok = 1;
-		else
+		else if (!nowait)
 			p->cont = p->cont_ok = 0;
 		break;
 	default:
@@ -1086,29 +1087,27 @@ static void op_wait(void)
 /* ---------------------------------------------------------------------- */
 /* Operations.                                                             */
 
-/* A random used slot satisfying @ok, or -1. */
-static int pick_slot(int (*ok)(const struct proc *p))
+/* A random slot that is in use as @used says and satisfies @ok, or -1. */
+static int pick(int used, int (*ok)(const struct proc *p))
 {
 	int i, start = rnd(opt_max), s;
 
 	for (i = 0; i < opt_max; i++) {
 		s = (start + i) % opt_max;
-		if (P[s].used && ok(&P[s]))
+		if (P[s].used == used && (!ok || ok(&P[s])))
 			return s;
 	}
 	return -1;
 }
 
+static int pick_slot(int (*ok)(const struct proc *p))
+{
+	return pick(1, ok);
+}
+
 static int free_slot(void)
 {
-	int i, start = rnd(opt_max), s;
-
-	for (i = 0; i < opt_max; i++) {
-		s = (start + i) % opt_max;
-		if (!P[s].used)
-			return s;
-	}
-	return -1;
+	return pick(0, NULL);
 }
 
 /* Worker can take plain commands: running, and not part of a ptrace pair. */
@@ -1122,10 +1121,18 @@ static int is_live(const struct proc *p)
 	return p->state == ST_LIVE;
 }
 
-/* Our direct, untraced child, which is what stop/continue needs. */
+/*
+ * Our direct, untraced child, which is what stop/continue needs.  It must
+ * not be in the controller's process group: a stopped child there does not
+ * keep that group from being orphaned (its parent is inside the group), and
+ * an orphaned group with stopped members gets SIGHUP+SIGCONT from
+ * kill_orphaned_pgrp().  In a worker group the stopped child itself links
+ * the group to the controller, and SIGTSTP is never dropped.
+ */
 static int is_stoppable(const struct proc *p)
 {
-	return is_live(p) && owned(p) == YES && p->tracer < 0;
+	return is_live(p) && owned(p) == YES && p->tracer < 0 &&
+	       p->pgid != ctl_pgid;
 }
 
 static int is_stopped(const struct proc *p)
@@ -1196,7 +1203,6 @@ static int pgid_request(void)
 	case 0:
 		return PGID_NEW;
 	case 1:
-		/* Never SIGTSTP'ed: the controller's group may be orphaned. */
 		return ctl_pgid;
 	case 2:
 		s = pick_slot(is_live);
@@ -1396,8 +1402,7 @@ static int op_stop(void)
 	if (s < 0)
 		return 0;
 	p = &P[s];
-	/* SIGTSTP is dropped in an orphaned group; SIGSTOP never is. */
-	sig = p->pgid != ctl_pgid && chance(50) ? SIGTSTP : SIGSTOP;
+	sig = chance(50) ? SIGTSTP : SIGSTOP;
 	send_signal(s, sig);
 	p->state = ST_STOPPED;
 	p->stop_sig = sig;
