@@ -1762,6 +1762,31 @@ static void setup_pipes(void)
 	}
 }
 
+/*
+ * Children of global init never link a process group to the rest of the
+ * session (will_become_orphaned_pgrp()), so with us as init every worker
+ * group would be orphaned.  Then run the controller one level down.
+ */
+static void avoid_being_init(void)
+{
+	int status;
+	pid_t pid, w;
+
+	if (getpid() != 1)
+		return;
+	pid = fork();
+	if (pid < 0) {
+		perror("proctree_stress: fork");
+		exit(2);
+	}
+	if (pid == 0)
+		return;
+	do {
+		w = wait(&status);
+	} while (w != pid && (w >= 0 || errno == EINTR));
+	exit(w == pid && WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+}
+
 int main(int argc, char **argv)
 {
 	struct timespec t0, t1;
@@ -1794,6 +1819,7 @@ int main(int argc, char **argv)
 		usage();
 	rng_state = opt_seed;
 	setvbuf(stdout, NULL, _IONBF, 0);
+	avoid_being_init();
 	printf("proctree_stress: seed=%llu ops=%ld seconds=%ld max-procs=%d\n",
 	       opt_seed, opt_ops, opt_seconds, opt_max);
 
