@@ -798,6 +798,7 @@ int main(int argc, char **argv)
 	    o.interval_us < 0)
 		usage();
 	raise_limits(o.n + (long)o.reps * o.m + o.threads + 16);
+	check_clock();
 	/* Default SIGCHLD disposition: zombies must stay for us to reap. */
 	signal(SIGCHLD, SIG_DFL);
 

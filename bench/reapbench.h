@@ -49,6 +49,40 @@ static inline uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * Warn (on stderr) when CLOCK_MONOTONIC ticks coarsely, e.g. a guest that
+ * fell back to the jiffies clocksource: then only totals far above the
+ * granularity mean anything.
+ */
+static inline void check_clock(void)
+{
+	uint64_t t0, t1, g = UINT64_MAX;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		t0 = now_ns();
+		do
+			t1 = now_ns();
+		while (t1 == t0);
+		if (t1 - t0 < g)
+			g = t1 - t0;
+	}
+	if (g > 1000) {
+		char cs[64] = "?";
+		FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+				"r");
+
+		if (f) {
+			if (fscanf(f, "%63s", cs) != 1)
+				strcpy(cs, "?");
+			fclose(f);
+		}
+		fprintf(stderr,
+			"# warning: CLOCK_MONOTONIC granularity is %llu ns (clocksource %s): use a larger M\n",
+			(unsigned long long)g, cs);
+	}
+}
+
 static inline void __attribute__((noreturn, format(printf, 1, 2)))
 die(const char *fmt, ...)
 {

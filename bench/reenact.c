@@ -62,6 +62,7 @@ int main(int argc, char **argv)
 	if (optind != argc || n < 0 || m < 1 || reps < 1)
 		usage();
 	raise_limits(n + m + 16);
+	check_clock();
 	signal(SIGCHLD, SIG_DFL);
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))
 		die("PR_SET_CHILD_SUBREAPER");
