@@ -1787,11 +1787,18 @@ static void avoid_being_init(void)
 	exit(w == pid && WIFEXITED(status) ? WEXITSTATUS(status) : 1);
 }
 
+static double seconds_since(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (t1.tv_sec - t0->tv_sec) + (t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
 int main(int argc, char **argv)
 {
-	struct timespec t0, t1;
+	struct timespec t0;
 	pthread_t forker;
-	double secs;
 	int i;
 
 	if (readlink("/proc/self/exe", w_self, sizeof(w_self) - 1) < 0)
@@ -1843,18 +1850,14 @@ int main(int argc, char **argv)
 	for (op_no = 0; op_no < opt_ops; op_no++) {
 		alarm(opt_watchdog);
 		run_one_op();
-		if (opt_seconds && !(op_no % 16)) {
-			clock_gettime(CLOCK_MONOTONIC, &t1);
-			if (t1.tv_sec - t0.tv_sec >= opt_seconds)
-				break;
-		}
+		if (opt_seconds && !(op_no % 16) &&
+		    seconds_since(&t0) >= opt_seconds)
+			break;
 	}
 	finish();
 	alarm(0);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	secs = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
 	printf("proctree_stress: %ld processes (%ld reaped), %ld waits, %ld reports, %.2f s\n",
-	       n_spawned, n_reaped, n_waits, n_reports, secs);
+	       n_spawned, n_reaped, n_waits, n_reports, seconds_since(&t0));
 	printf("proctree_stress: seed=%llu ops=%ld ok\n", opt_seed, op_no);
 	return 0;
 }
