@@ -1510,12 +1510,26 @@ static int op_ping(void)
 	return 1;
 }
 
+/*
+ * Block until dying worker @s has exited completely: its pidfd turns
+ * readable once the whole group is dead and its children are reparented.
+ */
+static void await_exit(int s)
+{
+	struct pollfd pfd = { .fd = P[s].pidfd, .events = POLLIN };
+
+	wd("polling the pidfd of dying pid %d", P[s].pid);
+	while (poll(&pfd, 1, -1) < 0)
+		if (errno != EINTR)
+			fail("poll pidfd: %s", strerror(errno));
+	exit_final(s);
+}
+
 /* Wait until a dying worker is a zombie (pidfd or WNOWAIT) */
 static int op_confirm(void)
 {
 	int s = pick_slot(is_dying);
 	struct proc *p;
-	struct pollfd pfd;
 
 	if (s < 0)
 		return 0;
@@ -1524,12 +1538,7 @@ static int op_confirm(void)
 		if (wait_one(s, WEXITED | WNOWAIT) != s)
 			fail("pid %d: no exit report", p->pid);
 	} else {
-		pfd = (struct pollfd){ .fd = p->pidfd, .events = POLLIN };
-		wd("polling the pidfd of dying pid %d", p->pid);
-		while (poll(&pfd, 1, -1) < 0)
-			if (errno != EINTR)
-				fail("poll pidfd: %s", strerror(errno));
-		exit_final(s);
+		await_exit(s);
 	}
 	vlog("pid %d is a zombie", p->pid);
 	/* A certainly ready zombie must not be missed by WNOHANG. */
@@ -1673,7 +1682,6 @@ static void scan_proc_for_children(void)
 static void finish(void)
 {
 	struct wq q = { .api = API_WAITID, .sel = SEL_ALL };
-	struct pollfd pfd;
 	int i, ret;
 
 	for (i = 0; i < opt_max; i++) {
@@ -1687,12 +1695,7 @@ static void finish(void)
 	for (i = 0; i < opt_max; i++) {
 		if (!P[i].used || P[i].zombie_ok)
 			continue;
-		pfd = (struct pollfd){ .fd = P[i].pidfd, .events = POLLIN };
-		wd("final: polling the pidfd of killed pid %d", P[i].pid);
-		while (poll(&pfd, 1, -1) < 0)
-			if (errno != EINTR)
-				fail("poll pidfd: %s", strerror(errno));
-		exit_final(i);
+		await_exit(i);
 	}
 	/* Everything is a confirmed zombie: WNOHANG must find each one. */
 	for (;;) {
