@@ -61,13 +61,16 @@ def selftests():
                   "INSTALL_HDR_PATH=usr"],
                  ["make", "-C", str(stock / "tools/testing/selftests"),
                   "TARGETS=" + " ".join(SELFTEST_TARGETS),
-                  "EXTRA_CFLAGS=-static", "LDFLAGS=-static",
                   "-j" + str(os.cpu_count() or 1), "install",
                   f"INSTALL_PATH={dest}.tmp"]]
         for step in steps:
-            if subprocess.run(step, stdout=out, stderr=subprocess.STDOUT
-                              ).returncode != 0:
+            r = subprocess.run(step, stdout=out, stderr=subprocess.STDOUT)
+            if r.returncode != 0:
                 raise Error(f"building selftests failed (log: {log})")
+    listed = (Path(f"{dest}.tmp") / "kselftest-list.txt").read_text()
+    for target in SELFTEST_TARGETS:
+        if f"{target}:" not in listed:
+            raise Error(f"selftests for {target} did not build (log: {log})")
     os.rename(f"{dest}.tmp", dest)
     return dest
 

@@ -38,7 +38,7 @@ RECIPE = "1"
 PACKAGES = {
     "build": [SOURCE_PACKAGE, "build-essential", "bc", "bison", "flex",
               "libelf-dev", "libssl-dev", "cpio", "ccache", "git",
-              "python3", "xz-utils", "dwarves"],
+              "python3", "xz-utils", "dwarves", "libcap-dev"],
     "run": ["qemu-system-x86", "util-linux"],
 }
 

@@ -1,0 +1,236 @@
+"""./fastreap bench: the cost of wait() against the number of children.
+
+Boots each variant, runs bench/reapbench.c for every scenario and size N
+inside the guest, and writes, under --out (default results/):
+
+  bench-<stamp>.csv          every sample
+  bench-<stamp>.md           medians, variant(N)/variant(0), stock/variant
+  bench-<stamp>-<scenario>.png   ns per operation against N, log-log
+
+Rounds interleave the variants (stock, seed, fastreap, stock, ...), so slow
+drift of the host hits all of them alike.  The default clock is guest time
+under TCG -icount (one instruction per nanosecond): it counts instructions,
+so it repeats to 1-2% from boot to boot, where real-time TCG can vary 2x.
+--clock wall measures real time under multi-threaded TCG instead; the host
+wall time of every boot is recorded either way.
+"""
+
+import argparse
+import csv
+import json
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+import workbench
+from check import compile_c
+from workbench import REPO, Error
+
+SCENARIOS = ["burst", "empty", "peek", "pgrp", "stopped", "continued",
+             "ptrace", "threads", "pidns", "forkwait", "mixed"]
+# Operations timed per sample.  Under -icount one sample is exact, so M
+# only has to be large enough to average over the per-reap variation.
+OPS = {"empty": 200, "forkwait": 200, "mixed": 200}
+DEFAULT_OPS = 50
+SIZES = [0, 1000, 10000, 100000]
+QUICK = {"sizes": [0, 1000], "scenarios": ["burst", "empty", "forkwait"],
+         "rounds": 1, "repeats": 1}
+# Guest memory: about 32 KiB per cheap child plus the base system.
+KIB_PER_CHILD = 32
+
+
+def guest_mem(max_n):
+    mib = 1024 + max_n * KIB_PER_CHILD * 3 // 1024
+    return f"{max(2048, (mib + 1023) // 1024 * 1024)}M"
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="fastreap bench",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true",
+                   help="a few minutes: N in {0, 1000}; burst, empty, "
+                        "forkwait; one round")
+    p.add_argument("--variants", default=None,
+                   help="comma-separated (default: stock,seed,fastreap)")
+    p.add_argument("--scenarios", default=None,
+                   help="comma-separated, from: " + ",".join(SCENARIOS))
+    p.add_argument("--sizes", default=None,
+                   help="comma-separated N (default: 0,1000,10000,100000)")
+    p.add_argument("--rounds", type=int, default=None,
+                   help="boots per variant, interleaved (default: 2)")
+    p.add_argument("--repeats", type=int, default=None,
+                   help="samples per boot (default: 3)")
+    p.add_argument("--clock", choices=("icount", "wall"), default="icount")
+    p.add_argument("--smp", type=int, default=2)
+    p.add_argument("--out", default=str(REPO / "results"))
+    a = p.parse_args(argv)
+    pick = (lambda v, key, default: v if v is not None else
+            (QUICK[key] if a.quick else default))
+    a.variants = (a.variants.split(",") if a.variants else
+                  [v for v in ("stock", "seed", "fastreap")
+                   if v in workbench.known_variants()])
+    a.scenarios = pick(a.scenarios and a.scenarios.split(","), "scenarios",
+                       SCENARIOS)
+    a.sizes = pick(a.sizes and [int(n) for n in a.sizes.split(",")],
+                   "sizes", SIZES)
+    a.rounds = pick(a.rounds, "rounds", 2)
+    a.repeats = pick(a.repeats, "repeats", 3)
+    for s in a.scenarios:
+        if s not in SCENARIOS:
+            raise Error(f"unknown scenario '{s}' (known: "
+                        + ", ".join(SCENARIOS) + ")")
+    for v in a.variants:
+        workbench.variant_patch_dir(v)
+    if min(a.sizes) < 0 or a.rounds < 1 or a.repeats < 1:
+        raise Error("sizes, rounds and repeats must be positive")
+    return a
+
+
+def guest_script(binary, a):
+    lines = []
+    for scenario in a.scenarios:
+        for n in a.sizes:
+            m = OPS.get(scenario, DEFAULT_OPS)
+            lines.append(f"echo '# {scenario} n={n}'; {binary} {scenario} "
+                         f"-n {n} -m {m} -r {a.repeats} || "
+                         f"echo '# FAILED {scenario} n={n} status='$?")
+    return "\n".join(lines)
+
+
+def run_round(variant, binary, a, rnd, writer, info):
+    rundir = workbench.new_rundir(f"bench-{variant}")
+    t0 = time.time()
+    rc = workbench.run(variant, ["sh", "-c", guest_script(binary, a)],
+                       smp=a.smp, mem=guest_mem(max(a.sizes)),
+                       icount=a.clock == "icount", timeout=4 * 3600,
+                       rundir=rundir, echo=False)
+    wall = time.time() - t0
+    output = (rundir / "output").read_text(errors="replace")
+    failed = [l for l in output.splitlines() if l.startswith("# FAILED")]
+    if rc != 0 or failed:
+        raise Error(f"bench on {variant} failed (status {rc}; "
+                    f"{failed[0] if failed else ''}; see {rundir})")
+    build = json.loads((workbench.build(variant) / "build-info.json")
+                       .read_text())
+    info.setdefault("kernels", {})[variant] = build["kernelrelease"]
+    info.setdefault("boots", []).append(
+        {"variant": variant, "round": rnd, "host_wall_s": round(wall, 1),
+         "rundir": str(rundir)})
+    samples = 0
+    for line in output.splitlines():
+        parts = line.strip().split(",")
+        if len(parts) >= 5 and parts[0] in SCENARIOS:
+            writer.writerow([variant, a.clock, rnd, *parts[:5],
+                             ";".join(parts[5:])])
+            samples += 1
+    print(f"  {variant} round {rnd}: {samples} samples, {wall:.0f}s host "
+          f"wall", flush=True)
+
+
+def load(csv_path):
+    med = {}
+    with open(csv_path) as f:
+        for row in csv.DictReader(f):
+            key = (row["scenario"], row["variant"], int(row["N"]))
+            med.setdefault(key, []).append(float(row["ns_per_op"]))
+    return {k: statistics.median(v) for k, v in med.items()}
+
+
+def report(csv_path, a, info):
+    med = load(csv_path)
+    md = [f"# wait() benchmarks, {info['date']}", "",
+          f"- source: {info['source']}; kernels: "
+          + ", ".join(f"{v} {k}" for v, k in info["kernels"].items()),
+          f"- machine: {info['host']}; guest: {a.smp} vCPUs, "
+          f"{guest_mem(max(a.sizes))} memory",
+          f"- clock: {info['clock_text']}",
+          f"- median of {a.rounds} boots x {a.repeats} samples per variant "
+          f"(variants interleaved); ns per operation", ""]
+    for s in a.scenarios:
+        md += [f"## {s}", "",
+               "| variant | " + " | ".join(f"N={n}" for n in a.sizes)
+               + " | worst N/0 | stock/variant at max N |",
+               "|---" * (len(a.sizes) + 3) + "|"]
+        for v in a.variants:
+            vals = [med.get((s, v, n)) for n in a.sizes]
+            cells = [f"{x:,.0f}" if x is not None else "-" for x in vals]
+            base = vals[0]
+            worst = max((x / base for x in vals if x and base), default=None)
+            top = med.get((s, "stock", max(a.sizes)))
+            mine = vals[-1]
+            md.append(f"| {v} | " + " | ".join(cells)
+                      + f" | {worst:.2f} |" if worst else " | - |")
+            md[-1] += (f" {top / mine:.2f} |" if top and mine else " - |")
+        md.append("")
+        plot(csv_path, s, a, med)
+        md += [f"![{s}]({csv_path.stem}-{s}.png)", ""]
+    out = csv_path.with_suffix(".md")
+    out.write_text("\n".join(md) + "\n")
+    return out
+
+
+def plot(csv_path, scenario, a, med):
+    """ns/op against N, log-log; N=0 is drawn at N=10 and labelled 0."""
+    data = csv_path.with_name(f"{csv_path.stem}-{scenario}.dat")
+    with open(data, "w") as f:
+        for v in a.variants:
+            f.write(f"# {v}\n")
+            for n in a.sizes:
+                if (scenario, v, n) in med:
+                    f.write(f"{max(n, 10)} {med[(scenario, v, n)]}\n")
+            f.write("\n\n")
+    png = csv_path.with_name(f"{csv_path.stem}-{scenario}.png")
+    tics = ", ".join(f'"{n}" {max(n, 10)}' for n in a.sizes)
+    lines = ", ".join(f"'{data}' index {i} with linespoints lw 2 "
+                      f"title '{v}'" for i, v in enumerate(a.variants))
+    script = (f"set terminal pngcairo size 800,500\nset output '{png}'\n"
+              f"set logscale xy\nset xtics ({tics})\n"
+              f"set xlabel 'long-lived children N'\n"
+              f"set ylabel 'ns per operation ({a.clock})'\n"
+              f"set title '{scenario}: cost per operation against N'\n"
+              f"set key left top\nset grid\nplot {lines}\n")
+    r = subprocess.run(["gnuplot"], input=script, text=True,
+                       capture_output=True)
+    data.unlink()
+    if r.returncode != 0:
+        raise Error(f"gnuplot failed: {r.stderr.strip()[:200]}")
+
+
+def main(args):
+    a = parse_args(args.args)
+    workbench.ensure_packages("build", "run", extra=["gnuplot-nox"])
+    binary = compile_c(REPO / "bench" / "reapbench.c")
+    out = Path(a.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    csv_path = out / f"bench-{stamp}.csv"
+    info = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "source": f"{workbench.SOURCE_PACKAGE} "
+                      f"{workbench.source_version()}",
+            "host": subprocess.run(["uname", "-srm"], capture_output=True,
+                                   text=True).stdout.strip()
+            + f", {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores",
+            "clock_text": "guest time under TCG -icount shift=0 (1 insn = "
+                          "1 ns, single-threaded TCG)" if a.clock == "icount"
+            else "guest CLOCK_MONOTONIC under multi-threaded TCG (real "
+                 "time; can vary 2x between boots)"}
+    for v in a.variants:
+        print(f"kernel {v}: {workbench.build(v, 'fast')}", flush=True)
+    print(f"bench: {len(a.variants)} variants x {a.rounds} rounds; "
+          f"scenarios {','.join(a.scenarios)}; N in {a.sizes}; clock "
+          f"{a.clock}", flush=True)
+    with open(csv_path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["variant", "clock", "round", "scenario", "N", "M",
+                         "total_ns", "ns_per_op", "extra"])
+        for rnd in range(a.rounds):
+            for v in a.variants:
+                run_round(v, binary, a, rnd, writer, info)
+                f.flush()
+    info["accel"] = "tcg-icount" if a.clock == "icount" else "tcg"
+    csv_path.with_suffix(".json").write_text(json.dumps(info, indent=1))
+    md = report(csv_path, a, info)
+    print(md.read_text())
+    print(f"bench: wrote {csv_path}, {md} and plots")
+    return 0
