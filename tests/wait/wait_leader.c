@@ -193,7 +193,7 @@ static int exec_child_main(char **argv)
 }
 
 struct ex_arg {
-	char exe[512];		/* resolved up front: see exec_from_thread */
+	char exe[512];		/* see exec_from_thread() */
 	struct gate *g;
 	struct gate *tid_note;	/* the exec'ing thread's tid goes here */
 	bool leader_exits_first;

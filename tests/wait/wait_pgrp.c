@@ -354,8 +354,8 @@ TEST_F(pgrp, group_without_children)
 	pid = self->k.pid[0];
 	ASSERT_EQ(0, wait_zombie(pid));
 	/* Our own group, named explicitly: the zombie is there. */
-	gwait(variant, getpgrp(), WNOHANG | WNOWAIT * wk_is_waitid(variant->kind),
-	      &r);
+	gwait(variant, getpgrp(),
+	      WNOHANG | (wk_is_waitid(variant->kind) ? WNOWAIT : 0), &r);
 	ASSERT_EQ(pid, r.pid);
 
 	/* Now a live child that is alone in its own group. */

@@ -437,10 +437,6 @@ TEST(traceme_signal_delivered)
 /* ------------------------------------------------------------------ */
 /* Traced threads.                                                     */
 
-struct thr_arg {
-	struct gate *g;		/* g[0]: thread, g[1]: tid note, g[2]: main */
-};
-
 static void *traced_thread(void *p)
 {
 	struct gate *g = p;
@@ -455,6 +451,7 @@ static void *traced_thread(void *p)
 	return NULL;
 }
 
+/* g[0]: the thread's gate, g[1]: its tid goes here, g[2]: main's gate */
 static int thread_tracee_fn(void *p)
 {
 	struct gate *g = p;

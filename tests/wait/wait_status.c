@@ -334,7 +334,7 @@ TEST_F(core, not_dumped_unwritable)
 /* ------------------------------------------------------------------ */
 /* Resource usage.                                                     */
 
-#define BURN_US		100000		/* CPU time a burner uses */
+#define BURN_US		100000	/* CPU time a burner uses */
 #define TOUCH_BYTES	(32 << 20)	/* memory a burner touches */
 
 static long tv_us(struct timeval tv)

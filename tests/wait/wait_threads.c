@@ -29,8 +29,12 @@ struct forker {
 	pid_t reap_target;
 };
 
-enum { CMD_FORK_GATED = 'g', CMD_FORK_ZOMBIE = 'z', CMD_REAP = 'r',
-       CMD_EXIT = 'x' };
+enum {
+	CMD_FORK_GATED = 'g',
+	CMD_FORK_ZOMBIE = 'z',
+	CMD_REAP = 'r',
+	CMD_EXIT = 'x',
+};
 
 struct pd_arg {
 	struct gate *g;

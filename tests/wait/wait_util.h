@@ -636,12 +636,39 @@ static inline int wu_encode(int code, int status)
  * Assert that @r reports @pid_ with @code_/@status_, in every field the
  * flavour @k exposes: waitid's si_signo/si_uid, wait4's status word.
  */
-#define ASSERT_WRES(k, r, pid_, code_, status_) do {				ASSERT_EQ((pid_), (r).pid);						ASSERT_EQ((code_), (r).code);						ASSERT_EQ((status_), (r).status);					if (wk_is_waitid(k)) {								ASSERT_EQ(0, (r).ret);							ASSERT_EQ(SIGCHLD, (r).signo);						ASSERT_EQ(getuid(), (r).uid);					} else {									ASSERT_EQ((pid_), (r).ret);						ASSERT_EQ(wu_encode((code_), (status_)), (r).raw);		}								} while (0)
+#define ASSERT_WRES(k, r, pid_, code_, status_) do {			\
+	ASSERT_EQ((pid_), (r).pid);					\
+	ASSERT_EQ((code_), (r).code);					\
+	ASSERT_EQ((status_), (r).status);				\
+	if (wk_is_waitid(k)) {						\
+		ASSERT_EQ(0, (r).ret);					\
+		ASSERT_EQ(SIGCHLD, (r).signo);				\
+		ASSERT_EQ(getuid(), (r).uid);				\
+	} else {							\
+		ASSERT_EQ((pid_), (r).ret);				\
+		ASSERT_EQ(wu_encode((code_), (status_)), (r).raw);	\
+	}								\
+} while (0)
 
 /* Assert that a WNOHANG wait of flavour @k found nothing to report. */
-#define ASSERT_WRES_NONE(k, r) do {						ASSERT_EQ(0, (r).ret);							ASSERT_EQ(0, (r).pid);							if (wk_is_waitid(k)) {								/* waitid zeroes the siginfo rather than leaving it */			ASSERT_EQ(0, (r).signo);						ASSERT_EQ(0, (r).code);							ASSERT_EQ(0, (r).status);					} else {									/* wait4 leaves the status word alone */				ASSERT_EQ(0x5a5a5a5a, (r).raw);					}								} while (0)
+#define ASSERT_WRES_NONE(k, r) do {					\
+	ASSERT_EQ(0, (r).ret);						\
+	ASSERT_EQ(0, (r).pid);						\
+	if (wk_is_waitid(k)) {						\
+		/* waitid zeroes the siginfo rather than leaving it */	\
+		ASSERT_EQ(0, (r).signo);				\
+		ASSERT_EQ(0, (r).code);					\
+		ASSERT_EQ(0, (r).status);				\
+	} else {							\
+		/* wait4 leaves the status word alone */		\
+		ASSERT_EQ(0x5a5a5a5a, (r).raw);				\
+	}								\
+} while (0)
 
-#define ASSERT_WRES_ERR(r, errno_) do {						ASSERT_EQ(-1, (r).ret);							ASSERT_EQ((errno_), (r).err);					} while (0)
+#define ASSERT_WRES_ERR(r, errno_) do {					\
+	ASSERT_EQ(-1, (r).ret);						\
+	ASSERT_EQ((errno_), (r).err);					\
+} while (0)
 
 /*
  * A small set of children of the test, with a pidfd each (for P_PIDFD)
