@@ -155,17 +155,37 @@ static void spawn_all(struct __test_metadata *_metadata,
 	qsort(self->sorted, N_ALL, sizeof(self->sorted[0]), cmp_pid_idx);
 }
 
-/* Reap @n children with flavour @k; each must match @want(i). */
+/* What child @i must report (waitid terms). */
+typedef void (*expect_fn)(int i, int *code, int *status);
+
+static void expect_exited(int i, int *code, int *status)
+{
+	*code = CLD_EXITED;
+	*status = code_of(i);
+}
+
+static void expect_killed(int i, int *code, int *status)
+{
+	(void)i;
+	*code = CLD_KILLED;
+	*status = SIGKILL;
+}
+
+/*
+ * Reap (or, for stops/continues, consume) @n reports with flavour @k
+ * and options @opts; each must come from a child with @want(i) not
+ * reported before, and carry what @expect says.
+ */
 static void reap_n(struct __test_metadata *_metadata,
-		   struct mass_state *self, enum wkind k, pid_t pgid, int n,
-		   bool (*want)(int), int code, int status_sig)
+		   struct mass_state *self, enum wkind k, pid_t pgid,
+		   int opts, int n, bool (*want)(int), expect_fn expect)
 {
 	struct wres r;
 
 	for (int j = 0; j < n; j++) {
-		int got;
+		int got, code, status;
 
-		wk_wait(k, 0, pgid, -1, 0, &r);
+		wk_wait(k, 0, pgid, -1, opts, &r);
 		got = mass_idx(self, r.pid);
 		ASSERT_GE(got, 0) {
 			TH_LOG("reap %d: ret %ld errno %d pid %d", j, r.ret,
@@ -173,11 +193,8 @@ static void reap_n(struct __test_metadata *_metadata,
 		}
 		ASSERT_TRUE(want(got));
 		ASSERT_FALSE(self->done[got]);
-		if (code == CLD_EXITED)
-			ASSERT_WRES(k, r, self->pids[got], CLD_EXITED,
-				    code_of(got));
-		else
-			ASSERT_WRES(k, r, self->pids[got], code, status_sig);
+		expect(got, &code, &status);
+		ASSERT_WRES(k, r, self->pids[got], code, status);
 		self->done[got] = true;
 	}
 }
@@ -194,14 +211,14 @@ TEST_F_TIMEOUT(mass, zombies_then_live, MASS_TIMEOUT)
 
 	spawn_all(_metadata, s, NULL);
 	/* Blocking waits: exactly the 200 zombies, whatever the order. */
-	reap_n(_metadata, s, variant->kind, 0, N_ZOMBIE, is_zombie,
-	       CLD_EXITED, 0);
+	reap_n(_metadata, s, variant->kind, 0, 0, N_ZOMBIE, is_zombie,
+	       expect_exited);
 	wk_wait(variant->kind, 0, 0, -1, WNOHANG, &r);
 	ASSERT_WRES_NONE(variant->kind, r);
 
 	ASSERT_EQ(0, gate_open(&s->g, N_LIVE));
-	reap_n(_metadata, s, variant->kind, 0, N_LIVE, is_live,
-	       CLD_EXITED, 0);
+	reap_n(_metadata, s, variant->kind, 0, 0, N_LIVE, is_live,
+	       expect_exited);
 	wk_wait(variant->kind, 0, 0, -1, 0, &r);
 	ASSERT_WRES_ERR(r, ECHILD);
 	wk_wait(variant->kind, 0, 0, -1, WNOHANG, &r);
@@ -248,7 +265,7 @@ TEST_F_TIMEOUT(mass2, targeted_then_killed, MASS_TIMEOUT)
 	for (int i = 0; i < N_ALL; i++)
 		if (is_live(i))
 			ASSERT_EQ(0, kill(s->pids[i], SIGKILL));
-	reap_n(_metadata, s, k, 0, N_LIVE, is_live, CLD_KILLED, SIGKILL);
+	reap_n(_metadata, s, k, 0, 0, N_LIVE, is_live, expect_killed);
 	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WALL | WNOHANG, &r);
 	ASSERT_WRES_ERR(r, ECHILD);
 }
@@ -293,8 +310,8 @@ TEST_F_TIMEOUT(mass2, two_groups, MASS_TIMEOUT)
 	}
 	/* Zombies of B first, then of A; the other group stays intact. */
 	for (grp = 1; grp >= 0; grp--) {
-		reap_n(_metadata, s, k, s->pids[grp], nz[grp],
-		       zombie_in_grp, CLD_EXITED, 0);
+		reap_n(_metadata, s, k, s->pids[grp], 0, nz[grp],
+		       zombie_in_grp, expect_exited);
 		wk_wait(k, 0, s->pids[grp], -1, WNOHANG, &r);
 		ASSERT_WRES_NONE(k, r);
 	}
@@ -304,12 +321,145 @@ TEST_F_TIMEOUT(mass2, two_groups, MASS_TIMEOUT)
 
 	ASSERT_EQ(0, gate_open(&s->g, N_LIVE));
 	for (grp = 0; grp < 2; grp++) {
-		reap_n(_metadata, s, k, s->pids[grp], nl[grp],
-		       live_in_grp, CLD_EXITED, 0);
+		reap_n(_metadata, s, k, s->pids[grp], 0, nl[grp],
+		       live_in_grp, expect_exited);
 		wk_wait(k, 0, s->pids[grp], -1, WNOHANG, &r);
 		ASSERT_WRES_ERR(r, ECHILD);
 	}
 	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WALL | WNOHANG, &r);
+	ASSERT_WRES_ERR(r, ECHILD);
+}
+
+/*
+ * Stops and continues among thousands: 200 children stopped, plus the
+ * 200 zombies: a WUNTRACED wait reports exactly those 400 events; then
+ * half of the stopped ones are continued and exactly those 100
+ * continues are reported; then nothing more until all are killed.
+ */
+static bool is_stopped(int i)
+{
+	return i % 11 == 2;
+}
+
+static bool is_continued(int i)
+{
+	return i % 22 == 2;
+}
+
+static bool exited_or_stopped(int i)
+{
+	return is_zombie(i) || is_stopped(i);
+}
+
+static void expect_exit_or_stop(int i, int *code, int *status)
+{
+	if (is_zombie(i)) {
+		expect_exited(i, code, status);
+	} else {
+		*code = CLD_STOPPED;
+		*status = SIGSTOP;
+	}
+}
+
+static void expect_continued(int i, int *code, int *status)
+{
+	(void)i;
+	*code = CLD_CONTINUED;
+	*status = SIGCONT;
+}
+
+TEST_F_TIMEOUT(mass2, stops_and_continues, MASS_TIMEOUT)
+{
+	struct mass_state *s = &self->s;
+	enum wkind k = variant->waitid ? WK_WAITID_ALL : WK_WAIT4_ANY;
+	int nstop = 0, ncont = 0;
+	struct wres r;
+
+	spawn_all(_metadata, s, NULL);
+	for (int i = 0; i < N_ALL; i++) {
+		if (!is_stopped(i))
+			continue;
+		ASSERT_EQ(0, kill(s->pids[i], SIGSTOP));
+		nstop++;
+		ncont += is_continued(i);
+	}
+	reap_n(_metadata, s, k, 0, WUNTRACED, N_ZOMBIE + nstop,
+	       exited_or_stopped, expect_exit_or_stop);
+	wk_wait(k, 0, 0, -1, WUNTRACED | WCONTINUED | WNOHANG, &r);
+	ASSERT_WRES_NONE(k, r);
+
+	memset(s->done, 0, sizeof(s->done));
+	for (int i = 0; i < N_ALL; i++)
+		if (is_continued(i))
+			ASSERT_EQ(0, kill(s->pids[i], SIGCONT));
+	reap_n(_metadata, s, k, 0, WCONTINUED, ncont, is_continued,
+	       expect_continued);
+	wk_wait(k, 0, 0, -1, WUNTRACED | WCONTINUED | WNOHANG, &r);
+	ASSERT_WRES_NONE(k, r);
+
+	memset(s->done, 0, sizeof(s->done));
+	for (int i = 0; i < N_ALL; i++)
+		if (is_live(i))
+			ASSERT_EQ(0, kill(s->pids[i], SIGKILL));
+	reap_n(_metadata, s, k, 0, WUNTRACED | WCONTINUED, N_LIVE, is_live,
+	       expect_killed);
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WALL | WNOHANG, &r);
+	ASSERT_WRES_ERR(r, ECHILD);
+}
+
+/*
+ * A subreaper adopts thousands at once: a middle process forks them
+ * (one in three exits at once, see make_orphans()) and exits.  The
+ * zombies are reported as a set, then nothing, then the rest.
+ */
+static bool orphan_zombie(int i)
+{
+	return orphan_is_zombie(i);
+}
+
+static bool orphan_live(int i)
+{
+	return !orphan_is_zombie(i);
+}
+
+TEST_F_TIMEOUT(mass2, subreaper_adopts_thousands, MASS_TIMEOUT)
+{
+	struct mass_state *s = &self->s;
+	enum wkind k = variant->waitid ? WK_WAITID_ALL : WK_WAIT4_ANY;
+	struct orphans o = { &s->g, -1, N_ALL, getpid() };
+	int nz = 0;
+	size_t got = 0;
+	struct gate out;
+	struct wres r;
+	pid_t mid;
+
+	ASSERT_EQ(0, prctl(PR_SET_CHILD_SUBREAPER, 1));
+	ASSERT_EQ(0, note_init(&out));
+	o.out = out.wfd;
+	mid = spawn(make_orphans, &o);
+	ASSERT_GT(mid, 0);
+	close(out.wfd);
+	while (got < sizeof(s->pids)) {
+		ssize_t n = read(out.rfd, (char *)s->pids + got,
+				 sizeof(s->pids) - got);
+
+		ASSERT_GT(n, 0);
+		got += n;
+	}
+	wk_wait(WK_WAITPID_PID, mid, 0, -1, 0, &r);
+	ASSERT_WRES(WK_WAITPID_PID, r, mid, CLD_EXITED, 0);
+	for (int i = 0; i < N_ALL; i++) {
+		s->sorted[i] = (struct pid_idx){ s->pids[i], i };
+		nz += orphan_is_zombie(i);
+	}
+	qsort(s->sorted, N_ALL, sizeof(s->sorted[0]), cmp_pid_idx);
+
+	reap_n(_metadata, s, k, 0, 0, nz, orphan_zombie, expect_exited);
+	wk_wait(k, 0, 0, -1, WNOHANG, &r);
+	ASSERT_WRES_NONE(k, r);
+	ASSERT_EQ(0, gate_open(&s->g, N_ALL - nz));
+	reap_n(_metadata, s, k, 0, 0, N_ALL - nz, orphan_live, expect_exited);
+	wk_wait(k, 0, 0, -1, 0, &r);
 	ASSERT_WRES_ERR(r, ECHILD);
 }
 
