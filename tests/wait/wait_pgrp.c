@@ -296,7 +296,7 @@ static void move_then_interrupt(void *p)
 	if (wait_zombie(e->mover))
 		e->err = 1;
 	/* Had the exit woken it, it would leave the syscall by now. */
-	for (int i = 0; i < 1000; i++)
+	for (int i = 0; i < 200; i++)
 		if (!thread_in_wait(e->waiter))
 			e->err = 2;
 	syscall(__NR_tgkill, getpid(), e->waiter, SIGUSR2);

@@ -231,7 +231,7 @@ static void other_then_own(void *p)
 	gate_open(&s->f->kid_gate, 1);
 	if (wait_zombie(s->f->kid[0]))
 		s->err = 1;
-	for (int i = 0; i < 1000; i++)
+	for (int i = 0; i < 200; i++)
 		if (!thread_in_wait(s->waiter))
 			s->err = 2;
 	kids_release(s->k, 0);
