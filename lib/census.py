@@ -1,0 +1,621 @@
+"""./fastreap census: where Linux 6.12 stands on the 2007 "Too many threads"
+remedies, measured in QEMU guests with 1, 2, 4, ... CPUs.
+
+For each CPU count, one boot runs tests/kmod/kthreads.c twice:
+
+  kthreads census            every task's pid, parent, flags, state and
+                             schedstat run count; pid_max; init's children
+  kthreads test storm.ko     the 2007 module-load storm replayed by
+                             tests/kmod/storm.c, as a TAP test that watches
+                             init's child list while it runs
+
+The results are classified here (kernel threads by name family, parents,
+threads that never ran), fitted as threads = a + b * CPUs by least squares,
+extrapolated to 4,096 CPUs against 6.12's pid_max rule, and written to
+docs/census.csv, docs/census.json, docs/census.md and docs/census.png.
+
+check.py calls kmod_test_argv() (or kmod_test()) for the storm test alone.
+"""
+
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import workbench
+from workbench import REPO, CACHE, Error, say
+
+KMOD_SRC = REPO / "tests" / "kmod"
+GUEST_SRC = KMOD_SRC / "kthreads.c"
+DOCS = REPO / "docs"
+PF_KTHREAD = 0x00200000
+KTHREADD = 2
+TARGET_CPUS = 4096
+DEFAULT_SMP = "1,2,4,8,16,32,64"
+# Module parameters for the storm: k rounds of one kthread per online CPU,
+# k stop_machine() calls, threads held 100 ms so the sampler can see them.
+STORM_PARAMS = ["rounds=3", "stop_rounds=3", "hold_ms=100"]
+
+
+# --- building what the guest runs -----------------------------------------
+
+def guest_binary():
+    """tests/kmod/kthreads.c as a static binary, cached by content."""
+    flags = ["-static", "-O2", "-Wall", "-Wextra", "-pthread"]
+    key = workbench.digest(GUEST_SRC.read_bytes(), *flags)
+    out = CACHE / "bin" / key / "kthreads"
+    if out.exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run(["gcc", *flags, str(GUEST_SRC), "-o",
+                        f"{out}.tmp"], capture_output=True, text=True)
+    if r.returncode != 0:
+        first = (r.stderr.strip().splitlines() or ["?"])[0]
+        raise Error(f"cannot compile {GUEST_SRC}: {first}")
+    os.rename(f"{out}.tmp", out)
+    return out
+
+
+def kmod_build(variant="stock", flavor="fast", src=None):
+    """Build the storm module for VARIANT's image; return the .ko path.
+
+    SRC (default tests/kmod) is copied to a scratch directory in the cache,
+    keyed by the image and the sources, and built there against the image's
+    kernel build directory (make -C <build_dir> M=<scratch> modules), so
+    nothing is written to the repository or to /tmp.
+    """
+    src = Path(src or KMOD_SRC)
+    img = workbench.build(variant, flavor)
+    info = json.loads((img / "build-info.json").read_text())
+    bdir = Path(info["build_dir"])
+    files = sorted(p for p in src.iterdir()
+                   if p.name == "Makefile" or p.suffix in (".c", ".h")
+                   and p.name != GUEST_SRC.name)
+    key = workbench.digest(img.name, *[f.name.encode() + b"\0" +
+                                       f.read_bytes() for f in files])
+    kdir = CACHE / "kmod" / key
+    ko = kdir / "storm.ko"
+    if ko.exists():
+        return ko
+    config = bdir / ".config"
+    if not config.exists() or \
+            config.read_bytes() != (img / "config").read_bytes():
+        raise Error(f"{bdir} no longer matches {img.name} (its .config "
+                    "changed); rebuild the image: ./fastreap build "
+                    f"--flavor {flavor} {variant}")
+    if not (bdir / "Module.symvers").exists():
+        raise Error(f"{bdir} has no Module.symvers (modules not built)")
+    tmp = kdir.with_name(f"{key}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for f in files:
+        shutil.copy2(f, tmp / f.name)
+    r = subprocess.run(["make", "-C", str(bdir), f"M={tmp}", "modules"],
+                       capture_output=True, text=True)
+    (tmp / "build.log").write_text(r.stdout + r.stderr)
+    if r.returncode != 0 or not (tmp / "storm.ko").exists():
+        errs = [l for l in (r.stdout + r.stderr).splitlines()
+                if "error" in l.lower()] or (r.stderr or "?").splitlines()
+        raise Error(f"building the storm module failed: {errs[0][:200]} "
+                    f"(log: {tmp}/build.log)")
+    shutil.rmtree(kdir, ignore_errors=True)
+    os.rename(tmp, kdir)
+    return ko
+
+
+def kmod_test_argv(variant="stock", flavor="fast", src=None,
+                   params=STORM_PARAMS):
+    """The guest command of the storm TAP test (for check.run_group)."""
+    return [str(guest_binary()), "test",
+            str(kmod_build(variant, flavor, src)), *params]
+
+
+def kmod_test(variant="stock", smp=2, flavor="fast", src=None,
+              params=STORM_PARAMS, timeout=600):
+    """Boot VARIANT with SMP CPUs and run the storm test.
+
+    Returns (status, tap_text): status is the test's exit status (0 all
+    passed, 1 a test failed) or the runner's 123/124/125.
+    """
+    argv = kmod_test_argv(variant, flavor, src, params)
+    rundir = workbench.new_rundir(
+        f"kmod-{workbench.variant_name(variant)}-{smp}")
+    rc = workbench.run(variant, argv, flavor=flavor, smp=smp, timeout=timeout,
+                       rundir=rundir, echo=False)
+    out = rundir / "output"
+    text = out.read_text(errors="replace") if out.exists() else ""
+    return rc, text
+
+
+# --- one census boot ------------------------------------------------------
+
+# Families whose threads the kernel creates one per CPU (smpboot threads,
+# the per-CPU worker pools); anything else that grows with CPUs shows in
+# the fitted slope.
+PER_CPU_FAMILIES = {"kworker/N", "kworker/N:H (highpri)", "ksoftirqd",
+                    "migration", "cpuhp", "idle_inject", "watchdog", "rcuc",
+                    "rcuop", "rcuog", "rcuos", "posixcputmr"}
+
+
+def family(name):
+    """The name family of a kernel thread, and whether it is per-CPU."""
+    if name.startswith("kworker/R-"):
+        f = "kworker/R (rescuer)"
+    elif re.match(r"kworker/u\d+:", name):
+        f = "kworker/u (unbound)"
+    elif re.match(r"kworker/\d+:\d+H", name):
+        f = "kworker/N:H (highpri)"
+    elif re.match(r"kworker/\d+:", name):
+        f = "kworker/N"
+    else:
+        f = re.split(r"[/-]", name, 1)[0] if "/" in name else name
+    return f, f in PER_CPU_FAMILIES
+
+
+def parse_census(text):
+    facts = {"tasks": []}
+    for line in text.splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        if parts[0] == "task" and len(parts) >= 8:
+            pid, ppid, flags, state, pcount, run_ns = parts[1:7]
+            facts["tasks"].append({
+                "pid": int(pid), "ppid": int(ppid), "flags": int(flags, 16),
+                "state": state, "pcount": int(pcount), "run_ns": int(run_ns),
+                "name": " ".join(parts[7:])})
+        elif parts[0] == "init_children":
+            facts["init_children"] = int(parts[1])
+            facts["init_children_pids"] = [int(p) for p in parts[2:]]
+        elif parts[0] in ("online", "pid_max"):
+            facts[parts[0]] = int(parts[1])
+        elif parts[0] in ("possible", "uptime"):
+            facts[parts[0]] = parts[1]
+    return facts
+
+
+STORM_LINE = re.compile(r"^# storm: (\w+)(?:=(\d+))? (.*)$")
+
+
+def parse_storm(tap):
+    """The module's "storm:" lines, echoed by the test, as numbers."""
+    rounds, stops, summary = [], [], {}
+    for line in tap.splitlines():
+        m = STORM_LINE.match(line.strip())
+        if not m:
+            continue
+        kv = {k: int(v) for k, v in re.findall(r"(\w+)=(-?\d+)", m.group(3))}
+        if m.group(1) == "round":
+            rounds.append(kv)
+        elif m.group(1) == "stop_machine":
+            stops.append(kv)
+        elif m.group(1) == "summary":
+            summary = kv
+    return {"rounds": rounds, "stop_machine": stops, "summary": summary}
+
+
+def summarize(facts):
+    tasks = facts["tasks"]
+    kth = [t for t in tasks if t["flags"] & PF_KTHREAD]
+    fams = {}
+    for t in kth:
+        f, per_cpu = family(t["name"])
+        fams.setdefault(f, {"count": 0, "per_cpu": per_cpu})
+        fams[f]["count"] += 1
+    not_kthreadd = [t for t in kth
+                    if t["pid"] != KTHREADD and t["ppid"] != KTHREADD]
+    return {
+        "online": facts.get("online"),
+        "possible": facts.get("possible"),
+        "uptime": facts.get("uptime"),
+        "pid_max": facts.get("pid_max"),
+        "tasks": len(tasks),
+        "kthreads": len(kth),
+        "user_tasks": len(tasks) - len(kth),
+        "kthreads_parent_kthreadd": sum(1 for t in kth
+                                        if t["ppid"] == KTHREADD),
+        "kthreads_parent_init": sum(1 for t in kth if t["ppid"] == 1),
+        "kthreads_parent_other": [f"{t['pid']} {t['name']} ppid "
+                                  f"{t['ppid']}" for t in not_kthreadd],
+        "init_children": facts.get("init_children"),
+        "init_children_kthreads": sum(
+            1 for t in kth if t["pid"] in facts.get("init_children_pids", [])),
+        "never_ran": sum(1 for t in kth if t["pcount"] == 0),
+        "ran_once": sum(1 for t in kth if t["pcount"] == 1),
+        "ran_once_names": sorted(t["name"] for t in kth if t["pcount"] == 1),
+        "pcount_unknown": sum(1 for t in kth if t["pcount"] < 0),
+        "families": fams,
+    }
+
+
+def census_boot(variant, smp, flavor="fast", mem="2G", timeout=900):
+    """Boot once with SMP CPUs: census first, then the storm test."""
+    binary = guest_binary()
+    argv = kmod_test_argv(variant, flavor)
+    script = (f'K={shlex.quote(str(binary))}; '
+              f'"$K" census >"$FASTREAP_OUT/census.txt" 2>&1; '
+              f'echo $? >"$FASTREAP_OUT/census.rc"; '
+              f'{shlex.join(argv)} >"$FASTREAP_OUT/kmod.tap" 2>&1; '
+              f'echo $? >"$FASTREAP_OUT/kmod.rc"')
+    rundir = workbench.new_rundir(
+        f"census-{workbench.variant_name(variant)}-{smp}")
+    t0 = time.time()
+    rc = workbench.run(variant, ["sh", "-c", script], flavor=flavor, smp=smp,
+                       mem=mem, timeout=timeout, rundir=rundir, echo=False)
+    seconds = time.time() - t0
+    out = rundir / "out"
+    ctext = (out / "census.txt").read_text(errors="replace") \
+        if (out / "census.txt").exists() else ""
+    if rc != 0 or "task " not in ctext:
+        raise Error(f"census boot with --smp {smp} failed (status {rc}; "
+                    f"see {rundir})")
+    facts = parse_census(ctext)
+    row = summarize(facts)
+    tap = (out / "kmod.tap").read_text(errors="replace") \
+        if (out / "kmod.tap").exists() else ""
+    krc = (out / "kmod.rc").read_text().strip() \
+        if (out / "kmod.rc").exists() else "?"
+    row.update({
+        "smp": smp, "boot_seconds": round(seconds, 1), "rundir": str(rundir),
+        "kmod_status": int(krc) if krc.lstrip("-").isdigit() else None,
+        "kmod_failed": [l for l in tap.splitlines()
+                        if l.startswith("not ok")],
+        "storm": parse_storm(tap),
+    })
+    info = json.loads((rundir / "run-info.json").read_text())
+    row["accel"] = info.get("accel")
+    return row, tap
+
+
+# --- fitting and the pid_max rule -----------------------------------------
+
+def count_cpus(cpulist):
+    """Number of CPUs in a kernel cpu list such as "0-3,8"."""
+    n = 0
+    for part in str(cpulist or "").split(","):
+        if re.fullmatch(r"\d+-\d+", part):
+            lo, hi = map(int, part.split("-"))
+            n += hi - lo + 1
+        elif part.isdigit():
+            n += 1
+    return n
+
+
+def fit(xs, ys):
+    """Least squares y = a + b x; returns (a, b, r2)."""
+    n = len(xs)
+    if n < 2:
+        return (ys[0] if ys else 0.0), 0.0, 1.0
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    b = sxy / sxx if sxx else 0.0
+    a = my - b * mx
+    ss_tot = sum((y - my) ** 2 for y in ys)
+    ss_res = sum((y - a - b * x) ** 2 for x, y in zip(xs, ys))
+    return a, b, (1 - ss_res / ss_tot) if ss_tot else 1.0
+
+
+def pid_max_rule(tree):
+    """6.12's default pid_max from the tree: verify, and return a function.
+
+    kernel/pid.c: pid_max = min(pid_max_max, max(pid_max,
+    PIDS_PER_CPU_DEFAULT * num_possible_cpus())), with PID_MAX_DEFAULT,
+    PID_MAX_LIMIT and PIDS_PER_CPU_DEFAULT from include/linux/threads.h.
+    """
+    pid_c = (tree / "kernel" / "pid.c").read_text()
+    threads_h = (tree / "include" / "linux" / "threads.h").read_text()
+    body = re.sub(r"\s+", " ", pid_c)
+    want = ("pid_max = min(pid_max_max, max_t(int, pid_max, "
+            "PIDS_PER_CPU_DEFAULT * num_possible_cpus()));")
+    ok = want in body
+    per_cpu = re.search(r"#define PIDS_PER_CPU_DEFAULT\s+(\d+)", threads_h)
+    default = re.search(r"#define PID_MAX_DEFAULT \(IS_ENABLED\("
+                        r"CONFIG_BASE_SMALL\) \? 0x1000 : 0x8000\)",
+                        threads_h)
+    limit = re.search(r"\(sizeof\(long\) > 4 \? 4 \* 1024 \* 1024",
+                      threads_h)
+    ok = ok and per_cpu and default and limit
+    per_cpu = int(per_cpu.group(1)) if per_cpu else 1024
+    rule = {"verified": bool(ok), "pid_c_line": want,
+            "pids_per_cpu_default": per_cpu, "pid_max_default": 0x8000,
+            "pid_max_limit": 4 * 1024 * 1024}
+
+    def pid_max(cpus):
+        return min(rule["pid_max_limit"],
+                   max(rule["pid_max_default"], per_cpu * cpus))
+    return rule, pid_max
+
+
+# --- outputs --------------------------------------------------------------
+
+def storm_numbers(row):
+    s = row["storm"]
+    rounds = s["rounds"]
+    threads = sum(r.get("cpus", 0) for r in rounds)
+    create = sum(r.get("create_ns", 0) for r in rounds)
+    stop = sum(r.get("stop_ns", 0) for r in rounds)
+    sm = [x.get("ns", 0) for x in s["stop_machine"]]
+    return {
+        "storm_threads": threads,
+        "storm_create_ms": create / 1e6,
+        "storm_stop_ms": stop / 1e6,
+        "storm_us_per_thread": (create + stop) / threads / 1e3
+        if threads else None,
+        "stop_machine_ms": (sum(sm) / len(sm) / 1e6) if sm else None,
+        "stop_machine_pids": s["summary"].get("stop_machine_pids"),
+        "storm_pids": sum(r.get("pids", 0) for r in rounds),
+    }
+
+
+def write_outputs(rows, meta, outdir):
+    outdir.mkdir(parents=True, exist_ok=True)
+    fams = sorted({f for r in rows for f in r["families"]},
+                  key=lambda f: (-max(r["families"].get(f, {}).get(
+                      "count", 0) for r in rows), f))
+    cols = ["cpus", "online", "pid_max", "tasks", "kthreads",
+            "kthreads_parent_kthreadd", "kthreads_parent_init",
+            "init_children", "init_children_kthreads", "never_ran",
+            "ran_once", "storm_threads", "storm_create_ms", "storm_stop_ms",
+            "storm_us_per_thread", "stop_machine_ms", "stop_machine_pids",
+            "kmod_status", "boot_seconds"]
+    fcols = ["fam:" + f for f in fams]
+    lines = [",".join(cols + [json.dumps(c) if "," in c or " " in c else c
+                              for c in fcols])]
+    for r in rows:
+        st = storm_numbers(r)
+        vals = {**r, **st, "cpus": r["smp"]}
+        out = []
+        for c in cols:
+            v = vals.get(c)
+            out.append("" if v is None else
+                       (f"{v:.3f}" if isinstance(v, float) else str(v)))
+        out += [str(r["families"].get(f, {}).get("count", 0)) for f in fams]
+        lines.append(",".join(out))
+    (outdir / "census.csv").write_text("\n".join(lines) + "\n")
+
+    slim = [{k: v for k, v in r.items()} for r in rows]
+    (outdir / "census.json").write_text(json.dumps(
+        {"meta": meta, "rows": slim}, indent=1) + "\n")
+
+    # gnuplot: threads vs CPUs and the fit line
+    a, b = meta["fit"]["a"], meta["fit"]["b"]
+    dat = outdir / ".census-plot.dat"
+    dat.write_text("".join(f"{r['smp']} {r['kthreads']}\n" for r in rows))
+    gp = f"""set terminal png size 900,560
+set output '{outdir / "census.png"}'
+set title "Kernel threads after boot, Linux {meta['kernelrelease']} ({meta['accel']}), {meta['variant']}"
+set xlabel "CPUs (QEMU --smp)"
+set ylabel "kernel threads"
+set key left top
+set grid
+set xrange [0:*]
+set yrange [0:*]
+f(x) = {a:.4f} + {b:.4f}*x
+plot '{dat}' using 1:2 with points pt 7 ps 1.5 title "measured", \\
+     f(x) with lines lw 2 title sprintf("fit: %.1f + %.3f x CPUs", {a:.4f}, {b:.4f})
+"""
+    r = subprocess.run(["gnuplot"], input=gp, text=True, capture_output=True)
+    dat.unlink(missing_ok=True)
+    if r.returncode != 0:
+        say(f"gnuplot failed: {r.stderr.strip()[:200]}")
+
+    (outdir / "census.md").write_text(markdown(rows, meta, fams))
+
+
+def markdown(rows, meta, fams):
+    fitm, ext = meta["fit"], meta["extrapolation"]
+    L = []
+    L.append("# Kernel-thread census")
+    L.append("")
+    L.append(f"Generated by `{meta['command']}` on {meta['date']}: "
+             f"{meta['source_package']} {meta['source_version']}, kernel "
+             f"{meta['kernelrelease']}, variant {meta['variant']}/"
+             f"{meta['flavor']}, accelerator {meta['accel']} "
+             f"(QEMU {meta['qemu']}), host {meta['host_cpus']} CPUs. "
+             "One boot per CPU count; the census is taken right after "
+             "boot, before the storm module is loaded.")
+    L.append("")
+    L.append("| CPUs | online | kthreads | per-CPU families | of kthreadd "
+             "| of init | init's children | pid_max | pcount=0 | pcount=1 "
+             "| boot s |")
+    L.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        per_cpu = sum(v["count"] for v in r["families"].values()
+                      if v["per_cpu"])
+        L.append(f"| {r['smp']} | {r['online']} | {r['kthreads']} | "
+                 f"{per_cpu} | {r['kthreads_parent_kthreadd']} | "
+                 f"{r['kthreads_parent_init']} | {r['init_children']} | "
+                 f"{r['pid_max']} | {r['never_ran']} | {r['ran_once']} | "
+                 f"{r['boot_seconds']} |")
+    L.append("")
+    L.append("\"of kthreadd\" counts kernel threads whose parent is pid 2; "
+             "kthreadd itself (parent 0) is the one kernel thread not "
+             "counted there.  \"pcount\" is the run count in "
+             "/proc/PID/schedstat: 0 means never scheduled, 1 means it "
+             "ran once, inside kthread() to report itself created, and "
+             "never since.")
+    L.append("")
+    L.append("## Kernel threads by name family")
+    L.append("")
+    L.append("| family | per-CPU | " + " | ".join(
+        f"{r['smp']} CPUs" for r in rows) + " | slope (per CPU) |")
+    L.append("|---|:---:|" + "---:|" * (len(rows) + 1))
+    xs = [r["smp"] for r in rows]
+    for f in fams:
+        ys = [r["families"].get(f, {}).get("count", 0) for r in rows]
+        pc = any(r["families"].get(f, {}).get("per_cpu") for r in rows)
+        _, fb, _ = fit(xs, ys)
+        L.append(f"| `{f}` | {'yes' if pc else ''} | "
+                 + " | ".join(map(str, ys)) + f" | {fb:.3f} |")
+    L.append("")
+    L.append("## Fit and extrapolation to 4,096 CPUs")
+    L.append("")
+    L.append(f"Least squares over {len(rows)} boots: **kthreads = "
+             f"{fitm['a']:.1f} + {fitm['b']:.3f} x CPUs** "
+             f"(R^2 = {fitm['r2']:.4f}).")
+    L.append("")
+    rule = meta["pid_max_rule"]
+    L.append(f"pid_max rule ({'verified in' if rule['verified'] else 'NOT found as expected in'} "
+             f"`kernel/pid.c` of the tree): `{rule['pid_c_line']}` with "
+             f"PID_MAX_DEFAULT = {rule['pid_max_default']}, "
+             f"PIDS_PER_CPU_DEFAULT = {rule['pids_per_cpu_default']}, "
+             f"pid_max_max = PID_MAX_LIMIT = {rule['pid_max_limit']} "
+             "(64-bit, !BASE_SMALL).  Measured pid_max matches the rule at "
+             f"every CPU count: {'yes' if meta['pid_max_matches'] else 'NO'}.")
+    L.append("")
+    L.append("| at 4,096 CPUs | value |")
+    L.append("|---|---:|")
+    L.append(f"| kernel threads (extrapolated) | {ext['kthreads']:.0f} |")
+    L.append(f"| default pid_max, 6.12 rule | {ext['pid_max']} |")
+    L.append(f"| kthreads / pid_max | {100 * ext['fraction']:.2f} % |")
+    L.append(f"| kthreads / 32,768 (the 2007 limit) | "
+             f"{100 * ext['fraction_2007']:.1f} % |")
+    L.append("")
+    L.append("## The module-load storm (tests/kmod/storm.c)")
+    L.append("")
+    L.append(f"Module parameters {' '.join(meta['storm_params'])}: each "
+             "round creates one kthread bound to each online CPU "
+             "(kthread_create_on_cpu + wake_up_process) and stops them all "
+             "(kthread_stop); then stop_machine() runs on all CPUs.  Times "
+             "are guest ktime under TCG, whose vCPUs share the host's "
+             f"{meta['host_cpus']} cores, so they are inflated and noisy.")
+    L.append("")
+    L.append("| CPUs | threads | create ms | stop ms | us per thread "
+             "| stop_machine ms (mean) | pids used by stop_machine "
+             "| TAP |")
+    L.append("|---:|---:|---:|---:|---:|---:|---:|---|")
+    for r in rows:
+        st = storm_numbers(r)
+
+        def f(v, fmt):
+            return "" if v is None else format(v, fmt)
+        tap = "pass" if r["kmod_status"] == 0 else \
+            f"FAIL ({r['kmod_status']}): " + "; ".join(r["kmod_failed"])
+        L.append(f"| {r['smp']} | {st['storm_threads']} | "
+                 f"{f(st['storm_create_ms'], '.2f')} | "
+                 f"{f(st['storm_stop_ms'], '.2f')} | "
+                 f"{f(st['storm_us_per_thread'], '.1f')} | "
+                 f"{f(st['stop_machine_ms'], '.2f')} | "
+                 f"{f(st['stop_machine_pids'], 'd')} | {tap} |")
+    sf = meta.get("storm_fit")
+    if sf:
+        L.append("")
+        L.append(f"Storm time (create + stop, all rounds) against CPUs: "
+                 f"linear fit {sf['a']:.2f} + {sf['b']:.3f} x CPUs ms "
+                 f"(R^2 = {sf['r2']:.4f}); a quadratic walk of init's "
+                 "child list, as in 2007, would show as a per-thread cost "
+                 "growing with CPUs.")
+    L.append("")
+    L.append("Reproduce: `" + meta["command"] + "`; raw data in "
+             "docs/census.json and docs/census.csv, plot in docs/census.png.")
+    L.append("")
+    return "\n".join(L)
+
+
+def qemu_version():
+    try:
+        r = subprocess.run(["qemu-system-x86_64", "--version"],
+                           capture_output=True, text=True)
+        m = re.search(r"version (\S+)", r.stdout)
+        return m.group(1) if m else "?"
+    except OSError:
+        return "?"
+
+
+def main(args):
+    p = argparse.ArgumentParser(
+        prog="fastreap census",
+        description="Kernel-thread census across CPU counts, the storm "
+        "module test at each, a fit to 4,096 CPUs; writes docs/census.*")
+    p.add_argument("--smp", default=DEFAULT_SMP, metavar="LIST",
+                   help=f"comma-separated CPU counts (default {DEFAULT_SMP})")
+    p.add_argument("--flavor", default="fast", choices=workbench.FLAVORS)
+    p.add_argument("--mem", default="2G")
+    p.add_argument("--timeout", type=int, default=900, metavar="SECONDS",
+                   help="per boot (default 900)")
+    p.add_argument("--out", default=str(DOCS), metavar="DIR",
+                   help="where census.{csv,json,md,png} go (default docs/)")
+    p.add_argument("--kmod-only", action="store_true",
+                   help="only run the storm TAP test at the first --smp "
+                   "count and print it")
+    p.add_argument("variant", nargs="?", default="stock")
+    a = p.parse_args(args.args)
+    try:
+        smps = [int(x) for x in a.smp.split(",") if x.strip()]
+    except ValueError:
+        raise Error(f"--smp wants a comma-separated list of integers, not "
+                    f"'{a.smp}'")
+    if not smps or min(smps) < 1:
+        raise Error("--smp: CPU counts must be >= 1")
+    workbench.ensure_packages("build", "run", extra=["gnuplot-nox"])
+
+    if a.kmod_only:
+        rc, tap = kmod_test(a.variant, smps[0], a.flavor)
+        print(tap, end="")
+        return rc
+
+    img = workbench.build(a.variant, a.flavor)
+    info = json.loads((img / "build-info.json").read_text())
+    rule, pid_max = pid_max_rule(Path(info["tree"]))
+    rows = []
+    for smp in smps:
+        say(f"census: booting {a.variant} with --smp {smp}")
+        row, tap = census_boot(a.variant, smp, a.flavor, a.mem, a.timeout)
+        st = storm_numbers(row)
+        say(f"census: {smp} CPUs: online {row['online']}, "
+            f"{row['kthreads']} kthreads, pid_max {row['pid_max']}, "
+            f"of init {row['kthreads_parent_init']}, storm "
+            f"{st['storm_create_ms'] + st['storm_stop_ms']:.1f} ms, "
+            f"kmod test {'pass' if row['kmod_status'] == 0 else 'FAIL'} "
+            f"({row['boot_seconds']} s)")
+        if row["online"] != smp:
+            say(f"census: WARNING: asked for {smp} CPUs, the guest saw "
+                f"{row['online']}")
+        rows.append(row)
+
+    xs = [r["online"] for r in rows]
+    a_, b_, r2 = fit(xs, [r["kthreads"] for r in rows])
+    storm_ms = [storm_numbers(r)["storm_create_ms"]
+                + storm_numbers(r)["storm_stop_ms"] for r in rows]
+    sa, sb, sr2 = fit(xs, storm_ms)
+    threads4k = a_ + b_ * TARGET_CPUS
+    meta = {
+        "command": "./fastreap census --smp " + ",".join(map(str, smps))
+                   + ("" if a.flavor == "fast" else f" --flavor {a.flavor}")
+                   + f" {a.variant}",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "source_package": info["source_package"],
+        "source_version": subprocess.run(
+            ["dpkg-query", "-W", "-f=${Version}", workbench.SOURCE_PACKAGE],
+            capture_output=True, text=True).stdout.strip(),
+        "kernelrelease": info["kernelrelease"],
+        "variant": info["variant"], "flavor": a.flavor, "image": img.name,
+        "accel": rows[0]["accel"], "qemu": qemu_version(),
+        "host_cpus": os.cpu_count(),
+        "storm_params": STORM_PARAMS,
+        "fit": {"a": a_, "b": b_, "r2": r2, "x": "online CPUs",
+                "y": "kernel threads"},
+        "storm_fit": {"a": sa, "b": sb, "r2": sr2},
+        "pid_max_rule": rule,
+        "pid_max_matches": all(
+            r["pid_max"] == pid_max(count_cpus(r["possible"])) for r in rows),
+        "extrapolation": {"cpus": TARGET_CPUS, "kthreads": threads4k,
+                          "pid_max": pid_max(TARGET_CPUS),
+                          "fraction": threads4k / pid_max(TARGET_CPUS),
+                          "fraction_2007": threads4k / 32768},
+    }
+    out = Path(a.out)
+    write_outputs(rows, meta, out)
+    say(f"census: kthreads = {a_:.1f} + {b_:.3f} x CPUs (R^2 {r2:.4f}); at "
+        f"{TARGET_CPUS} CPUs {threads4k:.0f} of pid_max "
+        f"{pid_max(TARGET_CPUS)} ({100 * threads4k / pid_max(TARGET_CPUS):.2f}"
+        f" %)")
+    for name in ("census.csv", "census.json", "census.md", "census.png"):
+        print(out / name)
+    return 0 if all(r["kmod_status"] == 0 for r in rows) else 1
