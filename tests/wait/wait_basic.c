@@ -281,4 +281,32 @@ TEST_F(basic, reaped_once)
 	reap_rest(_metadata, variant, &self->k, done);
 }
 
+/*
+ * A pidfd opened with PIDFD_NONBLOCK makes waitid(P_PIDFD) non-blocking:
+ * with the child still alive it fails with EAGAIN, unless the caller
+ * asked for WNOHANG itself (then it is the usual 0); once the child is
+ * a zombie it reaps as usual.
+ */
+TEST(pidfd_nonblock_eagain)
+{
+	struct kids k = { 0 };
+	struct wres r;
+	int fd;
+
+	ASSERT_EQ(0, kids_add(&k, true, code_of(0)));
+	fd = sys_pidfd_open(k.pid[0], O_NONBLOCK);
+	ASSERT_GE(fd, 0);
+	wk_wait(WK_WAITID_PIDFD, 0, 0, fd, 0, &r);
+	ASSERT_WRES_ERR(r, EAGAIN);
+	wk_wait(WK_WAITID_PIDFD, 0, 0, fd, WNOHANG, &r);
+	ASSERT_WRES_NONE(WK_WAITID_PIDFD, r);
+
+	kids_release(&k, 0);
+	ASSERT_EQ(0, wait_zombie(k.pid[0]));
+	wk_wait(WK_WAITID_PIDFD, 0, 0, fd, 0, &r);
+	ASSERT_WRES(WK_WAITID_PIDFD, r, k.pid[0], CLD_EXITED, code_of(0));
+	wk_wait(WK_WAITID_PIDFD, 0, 0, fd, 0, &r);
+	ASSERT_WRES_ERR(r, ECHILD);
+}
+
 TEST_HARNESS_MAIN
