@@ -24,6 +24,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -39,7 +40,11 @@ TARGET_CPUS = 4096
 DEFAULT_SMP = "1,2,4,8,16,32,64"
 # Module parameters for the storm: k rounds of one kthread per online CPU,
 # k stop_machine() calls, threads held 100 ms so the sampler can see them.
-STORM_PARAMS = ["rounds=3", "stop_rounds=3", "hold_ms=100"]
+# A kernel thread is "idle since start" when /proc/PID/schedstat counts at
+# most 2 runs: once in kthread() to report itself created, once into its
+# thread function, where it went to sleep and was never woken again.
+IDLE_PCOUNT = 2
+STORM_PARAMS = ["rounds=5", "stop_rounds=5", "hold_ms=100"]
 
 
 # --- building what the guest runs -----------------------------------------
@@ -226,8 +231,10 @@ def summarize(facts):
         "init_children_kthreads": sum(
             1 for t in kth if t["pid"] in facts.get("init_children_pids", [])),
         "never_ran": sum(1 for t in kth if t["pcount"] == 0),
-        "ran_once": sum(1 for t in kth if t["pcount"] == 1),
-        "ran_once_names": sorted(t["name"] for t in kth if t["pcount"] == 1),
+        "idle_since_start": sum(1 for t in kth
+                                if 0 <= t["pcount"] <= IDLE_PCOUNT),
+        "idle_since_start_names": sorted(
+            t["name"] for t in kth if 0 <= t["pcount"] <= IDLE_PCOUNT),
         "pcount_unknown": sum(1 for t in kth if t["pcount"] < 0),
         "families": fams,
     }
@@ -341,12 +348,16 @@ def storm_numbers(row):
     create = sum(r.get("create_ns", 0) for r in rounds)
     stop = sum(r.get("stop_ns", 0) for r in rounds)
     sm = [x.get("ns", 0) for x in s["stop_machine"]]
+    per_round = sorted(r.get("create_ns", 0) + r.get("stop_ns", 0)
+                       for r in rounds)
+    med = per_round[len(per_round) // 2] if per_round else None
+    cpus = rounds[0].get("cpus") if rounds else None
     return {
+        "storm_round_ms": med / 1e6 if med is not None else None,
+        "storm_us_per_thread": med / cpus / 1e3 if med and cpus else None,
         "storm_threads": threads,
         "storm_create_ms": create / 1e6,
         "storm_stop_ms": stop / 1e6,
-        "storm_us_per_thread": (create + stop) / threads / 1e3
-        if threads else None,
         "stop_machine_ms": (sum(sm) / len(sm) / 1e6) if sm else None,
         "stop_machine_pids": s["summary"].get("stop_machine_pids"),
         "storm_pids": sum(r.get("pids", 0) for r in rounds),
@@ -361,8 +372,9 @@ def write_outputs(rows, meta, outdir):
     cols = ["cpus", "online", "pid_max", "tasks", "kthreads",
             "kthreads_parent_kthreadd", "kthreads_parent_init",
             "init_children", "init_children_kthreads", "never_ran",
-            "ran_once", "storm_threads", "storm_create_ms", "storm_stop_ms",
-            "storm_us_per_thread", "stop_machine_ms", "stop_machine_pids",
+            "idle_since_start", "storm_threads", "storm_create_ms",
+            "storm_stop_ms", "storm_round_ms", "storm_us_per_thread",
+            "stop_machine_ms", "stop_machine_pids",
             "kmod_status", "boot_seconds"]
     fcols = ["fam:" + f for f in fams]
     lines = [",".join(cols + [json.dumps(c) if "," in c or " " in c else c
@@ -385,7 +397,9 @@ def write_outputs(rows, meta, outdir):
 
     # gnuplot: threads vs CPUs and the fit line
     a, b = meta["fit"]["a"], meta["fit"]["b"]
-    dat = outdir / ".census-plot.dat"
+    fd, dat = tempfile.mkstemp(suffix=".dat", prefix="census-plot-")
+    os.close(fd)
+    dat = Path(dat)
     dat.write_text("".join(f"{r['smp']} {r['kthreads']}\n" for r in rows))
     gp = f"""set terminal png size 900,560
 set output '{outdir / "census.png"}'
@@ -422,7 +436,7 @@ def markdown(rows, meta, fams):
              "boot, before the storm module is loaded.")
     L.append("")
     L.append("| CPUs | online | kthreads | per-CPU families | of kthreadd "
-             "| of init | init's children | pid_max | pcount=0 | pcount=1 "
+             "| of init | init's children | pid_max | pcount=0 | idle since start "
              "| boot s |")
     L.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
@@ -431,15 +445,18 @@ def markdown(rows, meta, fams):
         L.append(f"| {r['smp']} | {r['online']} | {r['kthreads']} | "
                  f"{per_cpu} | {r['kthreads_parent_kthreadd']} | "
                  f"{r['kthreads_parent_init']} | {r['init_children']} | "
-                 f"{r['pid_max']} | {r['never_ran']} | {r['ran_once']} | "
+                 f"{r['pid_max']} | {r['never_ran']} | {r['idle_since_start']} | "
                  f"{r['boot_seconds']} |")
     L.append("")
     L.append("\"of kthreadd\" counts kernel threads whose parent is pid 2; "
              "kthreadd itself (parent 0) is the one kernel thread not "
              "counted there.  \"pcount\" is the run count in "
-             "/proc/PID/schedstat: 0 means never scheduled, 1 means it "
-             "ran once, inside kthread() to report itself created, and "
-             "never since.")
+             "/proc/PID/schedstat: 0 would mean never scheduled, but every "
+             "kernel thread runs once inside kthread() to report itself "
+             "created.  \"idle since start\" counts kernel threads with at "
+             f"most {IDLE_PCOUNT} runs: created, entered their thread "
+             "function, went to sleep and were never woken again (names in "
+             "docs/census.json, idle_since_start_names).")
     L.append("")
     L.append("## Kernel threads by name family")
     L.append("")
@@ -486,10 +503,11 @@ def markdown(rows, meta, fams):
              "are guest ktime under TCG, whose vCPUs share the host's "
              f"{meta['host_cpus']} cores, so they are inflated and noisy.")
     L.append("")
-    L.append("| CPUs | threads | create ms | stop ms | us per thread "
+    L.append("| CPUs | threads | create ms (all rounds) | stop ms "
+             "(all rounds) | median round ms | us per thread "
              "| stop_machine ms (mean) | pids used by stop_machine "
              "| TAP |")
-    L.append("|---:|---:|---:|---:|---:|---:|---:|---|")
+    L.append("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
         st = storm_numbers(r)
 
@@ -500,17 +518,19 @@ def markdown(rows, meta, fams):
         L.append(f"| {r['smp']} | {st['storm_threads']} | "
                  f"{f(st['storm_create_ms'], '.2f')} | "
                  f"{f(st['storm_stop_ms'], '.2f')} | "
+                 f"{f(st['storm_round_ms'], '.2f')} | "
                  f"{f(st['storm_us_per_thread'], '.1f')} | "
                  f"{f(st['stop_machine_ms'], '.2f')} | "
                  f"{f(st['stop_machine_pids'], 'd')} | {tap} |")
     sf = meta.get("storm_fit")
     if sf:
         L.append("")
-        L.append(f"Storm time (create + stop, all rounds) against CPUs: "
-                 f"linear fit {sf['a']:.2f} + {sf['b']:.3f} x CPUs ms "
-                 f"(R^2 = {sf['r2']:.4f}); a quadratic walk of init's "
-                 "child list, as in 2007, would show as a per-thread cost "
-                 "growing with CPUs.")
+        L.append(f"Median round (create + stop one kthread per CPU) "
+                 f"against CPUs: linear fit {sf['a']:.2f} + {sf['b']:.3f} "
+                 f"x CPUs ms (R^2 = {sf['r2']:.4f}); a quadratic cost, as "
+                 "when each exiting thread was looked up on init's child "
+                 "list in 2007, would show as a per-thread cost growing "
+                 "with CPUs.")
     L.append("")
     L.append("Reproduce: `" + meta["command"] + "`; raw data in "
              "docs/census.json and docs/census.csv, plot in docs/census.png.")
@@ -528,67 +548,16 @@ def qemu_version():
         return "?"
 
 
-def main(args):
-    p = argparse.ArgumentParser(
-        prog="fastreap census",
-        description="Kernel-thread census across CPU counts, the storm "
-        "module test at each, a fit to 4,096 CPUs; writes docs/census.*")
-    p.add_argument("--smp", default=DEFAULT_SMP, metavar="LIST",
-                   help=f"comma-separated CPU counts (default {DEFAULT_SMP})")
-    p.add_argument("--flavor", default="fast", choices=workbench.FLAVORS)
-    p.add_argument("--mem", default="2G")
-    p.add_argument("--timeout", type=int, default=900, metavar="SECONDS",
-                   help="per boot (default 900)")
-    p.add_argument("--out", default=str(DOCS), metavar="DIR",
-                   help="where census.{csv,json,md,png} go (default docs/)")
-    p.add_argument("--kmod-only", action="store_true",
-                   help="only run the storm TAP test at the first --smp "
-                   "count and print it")
-    p.add_argument("variant", nargs="?", default="stock")
-    a = p.parse_args(args.args)
-    try:
-        smps = [int(x) for x in a.smp.split(",") if x.strip()]
-    except ValueError:
-        raise Error(f"--smp wants a comma-separated list of integers, not "
-                    f"'{a.smp}'")
-    if not smps or min(smps) < 1:
-        raise Error("--smp: CPU counts must be >= 1")
-    workbench.ensure_packages("build", "run", extra=["gnuplot-nox"])
-
-    if a.kmod_only:
-        rc, tap = kmod_test(a.variant, smps[0], a.flavor)
-        print(tap, end="")
-        return rc
-
-    img = workbench.build(a.variant, a.flavor)
-    info = json.loads((img / "build-info.json").read_text())
-    rule, pid_max = pid_max_rule(Path(info["tree"]))
-    rows = []
-    for smp in smps:
-        say(f"census: booting {a.variant} with --smp {smp}")
-        row, tap = census_boot(a.variant, smp, a.flavor, a.mem, a.timeout)
-        st = storm_numbers(row)
-        say(f"census: {smp} CPUs: online {row['online']}, "
-            f"{row['kthreads']} kthreads, pid_max {row['pid_max']}, "
-            f"of init {row['kthreads_parent_init']}, storm "
-            f"{st['storm_create_ms'] + st['storm_stop_ms']:.1f} ms, "
-            f"kmod test {'pass' if row['kmod_status'] == 0 else 'FAIL'} "
-            f"({row['boot_seconds']} s)")
-        if row["online"] != smp:
-            say(f"census: WARNING: asked for {smp} CPUs, the guest saw "
-                f"{row['online']}")
-        rows.append(row)
-
+def make_meta(rows, a, smps, info, img, rule, pid_max):
     xs = [r["online"] for r in rows]
     a_, b_, r2 = fit(xs, [r["kthreads"] for r in rows])
-    storm_ms = [storm_numbers(r)["storm_create_ms"]
-                + storm_numbers(r)["storm_stop_ms"] for r in rows]
+    storm_ms = [storm_numbers(r)["storm_round_ms"] or 0.0 for r in rows]
     sa, sb, sr2 = fit(xs, storm_ms)
     threads4k = a_ + b_ * TARGET_CPUS
     meta = {
-        "command": "./fastreap census --smp " + ",".join(map(str, smps))
-                   + ("" if a.flavor == "fast" else f" --flavor {a.flavor}")
-                   + f" {a.variant}",
+        "command": f"./fastreap census {a.variant} --smp "
+                   + ",".join(str(r["smp"]) for r in rows)
+                   + ("" if a.flavor == "fast" else f" --flavor {a.flavor}"),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "source_package": info["source_package"],
         "source_version": subprocess.run(
@@ -610,8 +579,74 @@ def main(args):
                           "fraction": threads4k / pid_max(TARGET_CPUS),
                           "fraction_2007": threads4k / 32768},
     }
+    return meta
+
+
+def main(args):
+    p = argparse.ArgumentParser(
+        prog="fastreap census",
+        description="Kernel-thread census across CPU counts, the storm "
+        "module test at each, a fit to 4,096 CPUs; writes docs/census.*")
+    p.add_argument("--smp", default=DEFAULT_SMP, metavar="LIST",
+                   help=f"comma-separated CPU counts (default {DEFAULT_SMP})")
+    p.add_argument("--flavor", default="fast", choices=workbench.FLAVORS)
+    p.add_argument("--mem", default="2G")
+    p.add_argument("--timeout", type=int, default=900, metavar="SECONDS",
+                   help="per boot (default 900)")
+    p.add_argument("--out", default=str(DOCS), metavar="DIR",
+                   help="where census.{csv,json,md,png} go (default docs/)")
+    p.add_argument("--kmod-only", action="store_true",
+                   help="only run the storm TAP test at the first --smp "
+                   "count and print it")
+    p.add_argument("variant", nargs="?", default="stock")
+    argv = list(args.args)
+    if argv[:1] == ["--"]:
+        # "./fastreap census --smp 1,2" is refused by the top-level parser
+        # (argparse.REMAINDER does not take a leading option), so both
+        # "./fastreap census stock --smp 1,2" and
+        # "./fastreap census -- --smp 1,2 stock" are accepted.
+        argv = argv[1:]
+    a = p.parse_args(argv)
+    try:
+        smps = [int(x) for x in a.smp.split(",") if x.strip()]
+    except ValueError:
+        raise Error(f"--smp wants a comma-separated list of integers, not "
+                    f"'{a.smp}'")
+    if not smps or min(smps) < 1:
+        raise Error("--smp: CPU counts must be >= 1")
+    workbench.ensure_packages("build", "run", extra=["gnuplot-nox"])
+
+    if a.kmod_only:
+        rc, tap = kmod_test(a.variant, smps[0], a.flavor)
+        print(tap, end="")
+        return rc
+
+    img = workbench.build(a.variant, a.flavor)
+    info = json.loads((img / "build-info.json").read_text())
+    rule, pid_max = pid_max_rule(Path(info["tree"]))
     out = Path(a.out)
-    write_outputs(rows, meta, out)
+    rows = []
+    for smp in smps:
+        say(f"census: booting {a.variant} with --smp {smp}")
+        row, tap = census_boot(a.variant, smp, a.flavor, a.mem, a.timeout)
+        st = storm_numbers(row)
+        say(f"census: {smp} CPUs: online {row['online']}, "
+            f"{row['kthreads']} kthreads, pid_max {row['pid_max']}, "
+            f"of init {row['kthreads_parent_init']}, storm "
+            f"{st['storm_create_ms'] + st['storm_stop_ms']:.1f} ms, "
+            f"kmod test {'pass' if row['kmod_status'] == 0 else 'FAIL'} "
+            f"({row['boot_seconds']} s)")
+        if row["online"] != smp:
+            say(f"census: WARNING: asked for {smp} CPUs, the guest saw "
+                f"{row['online']}")
+        rows.append(row)
+        # Written after every boot, so a long run leaves partial results.
+        write_outputs(rows, make_meta(rows, a, smps, info, img, rule,
+                                      pid_max), out)
+
+    meta = make_meta(rows, a, smps, info, img, rule, pid_max)
+    a_, b_ = meta["fit"]["a"], meta["fit"]["b"]
+    r2, threads4k = meta["fit"]["r2"], meta["extrapolation"]["kthreads"]
     say(f"census: kthreads = {a_:.1f} + {b_:.3f} x CPUs (R^2 {r2:.4f}); at "
         f"{TARGET_CPUS} CPUs {threads4k:.0f} of pid_max "
         f"{pid_max(TARGET_CPUS)} ({100 * threads4k / pid_max(TARGET_CPUS):.2f}"

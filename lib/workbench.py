@@ -171,7 +171,7 @@ def stock_tree():
         subprocess.run(["tar", "-xJf", str(SOURCE_TARBALL), "-C", str(tmp),
                         "--strip-components=1"], check=True)
         say("making it a git repository (tag 'stock')")
-        git(tmp, "init", "-q", "-b", "stock")
+        git(tmp, "init", "-q", "-b", "debian")
         # Debian's top-level .gitignore ignores everything: force-add.
         git(tmp, "add", "-f", "-A", ".")
         git(tmp, "commit", "-q", "-m",
