@@ -10,6 +10,8 @@
  */
 #include "wait_util.h"
 
+#include <poll.h>
+
 /*
  * A helper thread that forks on request and then stays alive (blocked
  * on its own gate) or exits; it can also reap with __WNOTHREAD.
@@ -304,6 +306,111 @@ TEST(pdeathsig_fires_on_thread_exit)
 	ASSERT_EQ(0, forker_exit(&f));
 	wk_wait(WK_WAITPID_PID, f.kid[0], 0, -1, __WNOTHREAD, &r);
 	ASSERT_WRES(WK_WAITPID_PID, r, f.kid[0], CLD_KILLED, SIGUSR1);
+}
+
+/*
+ * Several threads blocked in wait(-1) at once: each exit is delivered
+ * to exactly one of them.  With a second child still alive the other
+ * waiter goes back to sleep; when the last child is taken, the other
+ * waiter gets ECHILD.
+ */
+struct waiter {
+	pthread_t th;
+	pid_t tid;
+	struct gate *done;	/* one byte when the wait returned */
+	struct wres r;
+};
+
+static void *waiter_main(void *p)
+{
+	struct waiter *w = p;
+
+	__atomic_store_n(&w->tid, sys_gettid(), __ATOMIC_RELEASE);
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, 0, &w->r);
+	note_send(w->done);
+	return NULL;
+}
+
+static bool pipe_readable(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	return poll(&pfd, 1, 0) == 1;
+}
+
+static void start_waiters(struct __test_metadata *_metadata,
+			  struct waiter *w, int n, struct gate *done)
+{
+	for (int i = 0; i < n; i++) {
+		w[i].done = done;
+		w[i].tid = 0;
+		ASSERT_EQ(0, pthread_create(&w[i].th, NULL, waiter_main,
+					    &w[i]));
+	}
+	/* Both asleep in the wait before anything happens. */
+	for (int i = 0; i < n; i++) {
+		while (!__atomic_load_n(&w[i].tid, __ATOMIC_ACQUIRE))
+			sched_yield();
+		while (!thread_in_wait(w[i].tid))
+			sched_yield();
+	}
+}
+
+TEST(concurrent_waiters_each_exit_once)
+{
+	struct kids k = { 0 };
+	struct waiter w[2];
+	struct gate done;
+	int first, other;
+	char c;
+
+	ASSERT_EQ(0, note_init(&done));
+	ASSERT_EQ(0, kids_add(&k, true, code_of(0)));
+	ASSERT_EQ(1, kids_add(&k, true, code_of(1)));
+	start_waiters(_metadata, w, 2, &done);
+
+	kids_release(&k, 0);
+	ASSERT_EQ(1, read(done.rfd, &c, 1));
+	/* Exactly one waiter returned; the other sleeps on. */
+	first = w[0].r.pid ? 0 : 1;
+	other = !first;
+	ASSERT_EQ(k.pid[0], w[first].r.pid);
+	/*
+	 * The other one was woken too, rescans and must go back to
+	 * sleep: wait for that (or for it to return, which is wrong).
+	 */
+	while (!thread_in_wait(w[other].tid) && !pipe_readable(done.rfd))
+		sched_yield();
+	ASSERT_FALSE(pipe_readable(done.rfd));
+	ASSERT_EQ(0, w[other].r.pid);
+
+	kids_release(&k, 1);
+	for (int i = 0; i < 2; i++)
+		ASSERT_EQ(0, pthread_join(w[i].th, NULL));
+	ASSERT_WRES(WK_WAITPID_ANY, w[first].r, k.pid[0], CLD_EXITED,
+		    code_of(0));
+	ASSERT_WRES(WK_WAITPID_ANY, w[other].r, k.pid[1], CLD_EXITED,
+		    code_of(1));
+}
+
+TEST(concurrent_waiters_last_child)
+{
+	struct kids k = { 0 };
+	struct waiter w[2];
+	struct gate done;
+	int got;
+
+	ASSERT_EQ(0, note_init(&done));
+	ASSERT_EQ(0, kids_add(&k, true, code_of(0)));
+	start_waiters(_metadata, w, 2, &done);
+	kids_release(&k, 0);
+	for (int i = 0; i < 2; i++)
+		ASSERT_EQ(0, pthread_join(w[i].th, NULL));
+	/* One of them has it, the other finds no child left. */
+	got = w[0].r.pid ? 0 : 1;
+	ASSERT_WRES(WK_WAITPID_ANY, w[got].r, k.pid[0], CLD_EXITED,
+		    code_of(0));
+	ASSERT_WRES_ERR(w[!got].r, ECHILD);
 }
 
 TEST_HARNESS_MAIN
