@@ -115,8 +115,9 @@ TEST_F(basic, wnohang_only_live)
 	if (!wk_has_opts(variant->kind))
 		SKIP(return, "wait() takes no options");
 
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 3; i++) {
 		ASSERT_EQ(i, kids_add(&self->k, true, code_of(i)));
+	}
 
 	for (int i = 0; i < 3; i++) {
 		bwait(variant, &self->k, i, WNOHANG, &r);
@@ -138,8 +139,9 @@ TEST_F(basic, blocks_until_exit)
 	struct releaser rel;
 	struct wres r;
 
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 3; i++) {
 		ASSERT_EQ(i, kids_add(&self->k, true, code_of(i)));
+	}
 
 	ASSERT_EQ(0, releaser_start(&rel, release_one, &self->k.gate[1]));
 	bwait(variant, &self->k, 1, 0, &r);
@@ -177,9 +179,10 @@ TEST_F(basic, zombies_among_live)
 		nz += zombie[i];
 	}
 	/* Make sure all are zombies before looking (WNOWAIT, no reaping). */
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		if (zombie[i])
 			ASSERT_EQ(0, wait_zombie(self->k.pid[i]));
+	}
 
 	if (wk_targeted(variant->kind)) {
 		bwait(variant, &self->k, 0, WNOHANG, &r);

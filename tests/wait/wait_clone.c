@@ -170,9 +170,10 @@ TEST_F(clone, wall_selects_all)
 
 		ASSERT_EQ(i, got);
 	}
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		if (zombie[i])
 			ASSERT_EQ(0, wait_zombie(self->k.pid[i]));
+	}
 
 	for (int round = 0; round < 2; round++) {
 		for (int j = 0; j < 4 - 2 * round; j++) {

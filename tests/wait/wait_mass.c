@@ -262,9 +262,10 @@ TEST_F_TIMEOUT(mass2, targeted_then_killed, MASS_TIMEOUT)
 	wk_wait(WK_WAITPID_PID, s->pids[N_ALL - 1], 0, -1, WNOHANG, &r);
 	ASSERT_WRES_NONE(WK_WAITPID_PID, r);
 
-	for (int i = 0; i < N_ALL; i++)
+	for (int i = 0; i < N_ALL; i++) {
 		if (is_live(i))
 			ASSERT_EQ(0, kill(s->pids[i], SIGKILL));
+	}
 	reap_n(_metadata, s, k, 0, 0, N_LIVE, is_live, expect_killed);
 	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WALL | WNOHANG, &r);
 	ASSERT_WRES_ERR(r, ECHILD);
@@ -389,18 +390,20 @@ TEST_F_TIMEOUT(mass2, stops_and_continues, MASS_TIMEOUT)
 	ASSERT_WRES_NONE(k, r);
 
 	memset(s->done, 0, sizeof(s->done));
-	for (int i = 0; i < N_ALL; i++)
+	for (int i = 0; i < N_ALL; i++) {
 		if (is_continued(i))
 			ASSERT_EQ(0, kill(s->pids[i], SIGCONT));
+	}
 	reap_n(_metadata, s, k, 0, WCONTINUED, ncont, is_continued,
 	       expect_continued);
 	wk_wait(k, 0, 0, -1, WUNTRACED | WCONTINUED | WNOHANG, &r);
 	ASSERT_WRES_NONE(k, r);
 
 	memset(s->done, 0, sizeof(s->done));
-	for (int i = 0; i < N_ALL; i++)
+	for (int i = 0; i < N_ALL; i++) {
 		if (is_live(i))
 			ASSERT_EQ(0, kill(s->pids[i], SIGKILL));
+	}
 	reap_n(_metadata, s, k, 0, WUNTRACED | WCONTINUED, N_LIVE, is_live,
 	       expect_killed);
 	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WALL | WNOHANG, &r);

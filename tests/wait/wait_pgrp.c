@@ -122,8 +122,9 @@ TEST_F(pgrp, live_group_and_zombie_group)
 	pid_t live, dead;
 	struct wres r;
 
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 4; i++) {
 		ASSERT_EQ(i, kids_add(&self->k, true, code_of(i)));
+	}
 	live = self->k.pid[0];
 	dead = self->k.pid[1];
 	ASSERT_EQ(0, setpgid(live, live));

@@ -240,8 +240,9 @@ TEST_F(autoreap, wait_gets_echild_when_all_gone)
 	struct releaser rel;
 	struct wres r;
 
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 4; i++) {
 		ASSERT_EQ(i, kids_add(&self->k, true, code_of(i)));
+	}
 	wk_wait(WK_WAITPID_ANY, 0, 0, -1, WNOHANG, &r);
 	ASSERT_WRES_NONE(WK_WAITPID_ANY, r);
 	wk_wait(WK_WAITID_ALL, 0, 0, -1, WNOHANG, &r);

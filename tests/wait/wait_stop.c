@@ -352,17 +352,19 @@ TEST(multithreaded_child_stops_as_one)
 	ASSERT_EQ(MT_THREADS + 1, n);
 
 	/* A stop sent to one non-leader thread stops the whole group. */
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		if (tids[i] != pid) {
 			ASSERT_EQ(0, syscall(__NR_tgkill, pid, tids[i],
 					     SIGTSTP));
+	}
 			break;
 		}
 	wk_wait(WK_WAITPID_PID, pid, 0, -1, WUNTRACED, &r);
 	ASSERT_WRES(WK_WAITPID_PID, r, pid, CLD_STOPPED, SIGTSTP);
 	/* Reported only once every thread has stopped. */
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		ASSERT_EQ('T', proc_state(pid, tids[i]));
+	}
 	/* One report for the group, not one per thread. */
 	wk_wait(WK_WAITID_ALL, 0, 0, -1, WSTOPPED | WCONTINUED | WNOHANG, &r);
 	ASSERT_WRES_NONE(WK_WAITID_ALL, r);
@@ -385,8 +387,9 @@ TEST(multithreaded_child_stops_as_one)
 	ASSERT_EQ(0, kill(pid, SIGSTOP));
 	wk_wait(WK_WAITID_PID, pid, 0, -1, WSTOPPED, &r);
 	ASSERT_WRES(WK_WAITID_PID, r, pid, CLD_STOPPED, SIGSTOP);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		ASSERT_EQ('T', proc_state(pid, tids[i]));
+	}
 	ASSERT_EQ(0, kill(pid, SIGKILL));
 	wk_wait(WK_WAITPID_ANY, 0, 0, -1, WUNTRACED | WCONTINUED, &r);
 	ASSERT_WRES(WK_WAITPID_ANY, r, pid, CLD_KILLED, SIGKILL);

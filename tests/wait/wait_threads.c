@@ -385,8 +385,9 @@ TEST(concurrent_waiters_each_exit_once)
 	ASSERT_EQ(0, w[other].r.pid);
 
 	kids_release(&k, 1);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
 		ASSERT_EQ(0, pthread_join(w[i].th, NULL));
+	}
 	ASSERT_WRES(WK_WAITPID_ANY, w[first].r, k.pid[0], CLD_EXITED,
 		    code_of(0));
 	ASSERT_WRES(WK_WAITPID_ANY, w[other].r, k.pid[1], CLD_EXITED,
@@ -404,8 +405,9 @@ TEST(concurrent_waiters_last_child)
 	ASSERT_EQ(0, kids_add(&k, true, code_of(0)));
 	start_waiters(_metadata, w, 2, &done);
 	kids_release(&k, 0);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
 		ASSERT_EQ(0, pthread_join(w[i].th, NULL));
+	}
 	/* One of them has it, the other finds no child left. */
 	got = w[0].r.pid ? 0 : 1;
 	ASSERT_WRES(WK_WAITPID_ANY, w[got].r, k.pid[0], CLD_EXITED,

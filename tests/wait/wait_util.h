@@ -16,6 +16,9 @@
  *    (it longjmps into the child's copy of the harness); CHILD_CHECK()
  *    makes the child exit with WU_CHILD_FAIL instead, which the test
  *    then sees as a wrong exit status.
+ *  - Loops around ASSERT_*() always get braces: the harness' ASSERT
+ *    ends in a trailing for() that bails out, which would otherwise run
+ *    only after the loop.
  */
 #ifndef WAIT_UTIL_H
 #define WAIT_UTIL_H
