@@ -56,11 +56,14 @@ def selftests():
     say("building in-tree selftests: " + " ".join(SELFTEST_TARGETS))
     log = dest.with_suffix(".log")
     dest.parent.mkdir(parents=True, exist_ok=True)
+    # Everything goes to an O= directory: a build in the source tree
+    # itself would make every O= kernel build refuse the tree as unclean.
+    objtree = stock / ".build-selftests"
     with open(log, "w") as out:
-        steps = [["make", "-C", str(stock), "headers_install",
-                  "INSTALL_HDR_PATH=usr"],
+        steps = [["make", "-C", str(stock), f"O={objtree.name}",
+                  "headers_install"],
                  ["make", "-C", str(stock / "tools/testing/selftests"),
-                  "TARGETS=" + " ".join(SELFTEST_TARGETS),
+                  f"O={objtree}", "TARGETS=" + " ".join(SELFTEST_TARGETS),
                   "-j" + str(os.cpu_count() or 1), "install",
                   f"INSTALL_PATH={dest}.tmp"]]
         for step in steps:
