@@ -233,7 +233,7 @@ static void *load(void *arg)
 }
 
 struct check {
-	int kthreads, not_kthreadd, of_init, storm, zombies;
+	int kthreads, not_kthreadd, of_init, storm, zombies, dying;
 	char first_bad[160];
 };
 
@@ -252,6 +252,14 @@ static void check_snap(const struct snap *s, struct check *c)
 			c->storm++;
 		if (t->pid == KTHREADD)
 			continue;
+		/*
+		 * /proc shows ppid 0 once a task has been released (it is
+		 * exiting and already unhashed): not a parent at all.
+		 */
+		if (t->ppid == 0) {
+			c->dying++;
+			continue;
+		}
 		if (t->ppid == 1)
 			c->of_init++;
 		if (t->ppid != KTHREADD) {
