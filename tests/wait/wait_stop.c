@@ -356,9 +356,9 @@ TEST(multithreaded_child_stops_as_one)
 		if (tids[i] != pid) {
 			ASSERT_EQ(0, syscall(__NR_tgkill, pid, tids[i],
 					     SIGTSTP));
-	}
 			break;
 		}
+	}
 	wk_wait(WK_WAITPID_PID, pid, 0, -1, WUNTRACED, &r);
 	ASSERT_WRES(WK_WAITPID_PID, r, pid, CLD_STOPPED, SIGTSTP);
 	/* Reported only once every thread has stopped. */
