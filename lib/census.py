@@ -121,7 +121,7 @@ def kmod_test_argv(variant="stock", flavor="fast", src=None,
 
 
 def kmod_test(variant="stock", smp=2, flavor="fast", src=None,
-              params=STORM_PARAMS, timeout=600):
+              params=STORM_PARAMS, timeout=600, icount=False):
     """Boot VARIANT with SMP CPUs and run the storm test.
 
     Returns (status, tap_text): status is the test's exit status (0 all
@@ -131,7 +131,7 @@ def kmod_test(variant="stock", smp=2, flavor="fast", src=None,
     rundir = workbench.new_rundir(
         f"kmod-{workbench.variant_name(variant)}-{smp}")
     rc = workbench.run(variant, argv, flavor=flavor, smp=smp, timeout=timeout,
-                       rundir=rundir, echo=False)
+                       icount=icount, rundir=rundir, echo=False)
     out = rundir / "output"
     text = out.read_text(errors="replace") if out.exists() else ""
     return rc, text
@@ -254,7 +254,8 @@ def summarize(facts):
     }
 
 
-def census_boot(variant, smp, flavor="fast", mem="2G", timeout=900):
+def census_boot(variant, smp, flavor="fast", mem="2G", timeout=900,
+                icount=False):
     """Boot once with SMP CPUs: census first, then the storm test."""
     binary = guest_binary()
     argv = kmod_test_argv(variant, flavor)
@@ -267,7 +268,8 @@ def census_boot(variant, smp, flavor="fast", mem="2G", timeout=900):
         f"census-{workbench.variant_name(variant)}-{smp}")
     t0 = time.time()
     rc = workbench.run(variant, ["sh", "-c", script], flavor=flavor, smp=smp,
-                       mem=mem, timeout=timeout, rundir=rundir, echo=False)
+                       mem=mem, timeout=timeout, icount=icount,
+                       rundir=rundir, echo=False)
     seconds = time.time() - t0
     out = rundir / "out"
     ctext = (out / "census.txt").read_text(errors="replace") \
@@ -297,7 +299,7 @@ def census_boot(variant, smp, flavor="fast", mem="2G", timeout=900):
         "kmod_tap": tap,
     })
     info = json.loads((rundir / "run-info.json").read_text())
-    row["accel"] = info.get("accel")
+    row["accel"] = info.get("accel") + ("-icount" if icount else "")
     return row, tap
 
 
@@ -386,7 +388,7 @@ def storm_numbers(row):
     }
 
 
-def write_outputs(rows, meta, outdir):
+def write_outputs(rows, meta, outdir, name="census"):
     outdir.mkdir(parents=True, exist_ok=True)
     fams = sorted({f for r in rows for f in r["families"]},
                   key=lambda f: (-max(r["families"].get(f, {}).get(
@@ -411,10 +413,10 @@ def write_outputs(rows, meta, outdir):
                        (f"{v:.3f}" if isinstance(v, float) else str(v)))
         out += [str(r["families"].get(f, {}).get("count", 0)) for f in fams]
         lines.append(",".join(out))
-    (outdir / "census.csv").write_text("\n".join(lines) + "\n")
+    (outdir / f"{name}.csv").write_text("\n".join(lines) + "\n")
 
     slim = [{k: v for k, v in r.items()} for r in rows]
-    (outdir / "census.json").write_text(json.dumps(
+    (outdir / f"{name}.json").write_text(json.dumps(
         {"meta": meta, "rows": slim}, indent=1) + "\n")
 
     # gnuplot: threads vs CPUs and the fit line
@@ -424,7 +426,7 @@ def write_outputs(rows, meta, outdir):
     dat = Path(dat)
     dat.write_text("".join(f"{r['smp']} {r['kthreads']}\n" for r in rows))
     gp = f"""set terminal png size 900,560
-set output '{outdir / "census.png"}'
+set output '{outdir / (name + ".png")}'
 set title "Kernel threads after boot, Linux {meta['kernelrelease']} ({meta['accel']}), {meta['variant']}"
 set xlabel "CPUs (QEMU --smp)"
 set ylabel "kernel threads"
@@ -441,10 +443,10 @@ plot '{dat}' using 1:2 with points pt 7 ps 1.5 title "measured", \\
     if r.returncode != 0:
         say(f"gnuplot failed: {r.stderr.strip()[:200]}")
 
-    (outdir / "census.md").write_text(markdown(rows, meta, fams))
+    (outdir / f"{name}.md").write_text(markdown(rows, meta, fams, name))
 
 
-def markdown(rows, meta, fams):
+def markdown(rows, meta, fams, name="census"):
     fitm, ext = meta["fit"], meta["extrapolation"]
     L = []
     L.append("# Kernel-thread census")
@@ -487,7 +489,7 @@ def markdown(rows, meta, fams):
              "created.  \"idle since start\" counts kernel threads with at "
              f"most {IDLE_PCOUNT} runs: created, entered their thread "
              "function, went to sleep and were never woken again (names in "
-             "docs/census.json, idle_since_start_names).")
+             f"docs/{name}.json, idle_since_start_names).")
     L.append("")
     L.append("## Kernel threads by name family")
     L.append("")
@@ -531,8 +533,12 @@ def markdown(rows, meta, fams):
              "round creates one kthread bound to each online CPU "
              "(kthread_create_on_cpu + wake_up_process) and stops them all "
              "(kthread_stop); then stop_machine() runs on all CPUs.  Times "
-             "are guest ktime under TCG, whose vCPUs share the host's "
-             f"{meta['host_cpus']} cores, so they are inflated and noisy.")
+             + ("are guest ktime under single-threaded TCG with -icount "
+                "(guest time counts instructions: repeatable, not "
+                "wall-clock)." if "icount" in str(meta["accel"]) else
+                "are guest ktime under TCG, whose vCPUs share the host's "
+                f"{meta['host_cpus']} cores, so they are inflated and "
+                "noisy."))
     L.append("")
     L.append("| CPUs | threads | create ms (all rounds) | stop ms "
              "(all rounds) | median round ms | us per thread "
@@ -567,8 +573,8 @@ def markdown(rows, meta, fams):
                  "list in 2007, would show as a per-thread cost growing "
                  "with CPUs.")
     L.append("")
-    L.append("Reproduce: `" + meta["command"] + "`; raw data in "
-             "docs/census.json and docs/census.csv, plot in docs/census.png.")
+    L.append("Reproduce: `" + meta["command"] + f"`; raw data in "
+             f"docs/{name}.json and docs/{name}.csv, plot in docs/{name}.png.")
     L.append("")
     return "\n".join(L)
 
@@ -592,7 +598,9 @@ def make_meta(rows, a, smps, info, img, rule, pid_max):
     meta = {
         "command": f"./fastreap census {a.variant} --smp "
                    + ",".join(str(r["smp"]) for r in rows)
-                   + ("" if a.flavor == "fast" else f" --flavor {a.flavor}"),
+                   + ("" if a.flavor == "fast" else f" --flavor {a.flavor}")
+                   + (" --icount" if a.icount else "")
+                   + ("" if a.name == "census" else f" --name {a.name}"),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "source_package": info["source_package"],
         "source_version": subprocess.run(
@@ -617,9 +625,9 @@ def make_meta(rows, a, smps, info, img, rule, pid_max):
     return meta
 
 
-def render(out):
-    """Rewrite the outputs from census.json, re-reading each storm TAP."""
-    data = json.loads((out / "census.json").read_text())
+def render(out, name="census"):
+    """Rewrite the outputs from NAME.json, re-reading each storm TAP."""
+    data = json.loads((out / f"{name}.json").read_text())
     rows, meta = data["rows"], data["meta"]
     for r in rows:
         tap = r.get("kmod_tap")
@@ -629,9 +637,9 @@ def render(out):
             r["kmod_tap"] = tap
         if tap:
             r["storm"] = parse_storm(tap)
-    write_outputs(rows, meta, out)
-    for name in ("census.csv", "census.json", "census.md", "census.png"):
-        print(out / name)
+    write_outputs(rows, meta, out, name)
+    for ext in ("csv", "json", "md", "png"):
+        print(out / f"{name}.{ext}")
     return 0
 
 
@@ -651,6 +659,11 @@ def main(args):
     p.add_argument("--kmod-only", action="store_true",
                    help="only run the storm TAP test at the first --smp "
                    "count and print it")
+    p.add_argument("--icount", action="store_true",
+                   help="single-threaded TCG counting instructions: "
+                   "repeatable guest timings (slower boots)")
+    p.add_argument("--name", default="census", metavar="NAME",
+                   help="output file stem (default census: DIR/census.*)")
     p.add_argument("--render", action="store_true",
                    help="no boots: rewrite the outputs from DIR/census.json "
                    "(after a change to the tables or the plot)")
@@ -673,12 +686,12 @@ def main(args):
     workbench.ensure_packages("build", "run", extra=["gnuplot-nox"])
 
     if a.kmod_only:
-        rc, tap = kmod_test(a.variant, smps[0], a.flavor)
+        rc, tap = kmod_test(a.variant, smps[0], a.flavor, icount=a.icount)
         print(tap, end="")
         return rc
 
     if a.render:
-        return render(Path(a.out))
+        return render(Path(a.out), a.name)
 
     img = workbench.build(a.variant, a.flavor)
     info = json.loads((img / "build-info.json").read_text())
@@ -687,7 +700,8 @@ def main(args):
     rows = []
     for smp in smps:
         say(f"census: booting {a.variant} with --smp {smp}")
-        row, tap = census_boot(a.variant, smp, a.flavor, a.mem, a.timeout)
+        row, tap = census_boot(a.variant, smp, a.flavor, a.mem, a.timeout,
+                               a.icount)
         st = storm_numbers(row)
         say(f"census: {smp} CPUs: online {row['online']}, "
             f"{row['kthreads']} kthreads, pid_max {row['pid_max']}, "
@@ -701,7 +715,7 @@ def main(args):
         rows.append(row)
         # Written after every boot, so a long run leaves partial results.
         write_outputs(rows, make_meta(rows, a, smps, info, img, rule,
-                                      pid_max), out)
+                                      pid_max), out, a.name)
 
     meta = make_meta(rows, a, smps, info, img, rule, pid_max)
     a_, b_ = meta["fit"]["a"], meta["fit"]["b"]
@@ -710,6 +724,6 @@ def main(args):
         f"{TARGET_CPUS} CPUs {threads4k:.0f} of pid_max "
         f"{pid_max(TARGET_CPUS)} ({100 * threads4k / pid_max(TARGET_CPUS):.2f}"
         f" %)")
-    for name in ("census.csv", "census.json", "census.md", "census.png"):
-        print(out / name)
+    for ext in ("csv", "json", "md", "png"):
+        print(out / f"{a.name}.{ext}")
     return 0 if all(r["kmod_status"] == 0 for r in rows) else 1

@@ -19,6 +19,21 @@ from workbench import REPO, CACHE, Error, say
 
 SELFTEST_TARGETS = ["pidfd", "ptrace", "pid_namespace", "clone3", "exec",
                     "proc"]
+# In-tree selftests that fail or cannot finish on *stock* in this guest.
+# They are reported as skipped, with the reason, on every variant; the
+# oracle is stock, and these say nothing about it.
+SELFTEST_SKIPS = {
+    "pidfd:pidfd_test": "its pid-recycling case forks ~32k times: longer "
+                        "than 5 minutes under TCG",
+    "pidfd:pidfd_poll_test": "10,000 fork+poll rounds: longer than 5 "
+                             "minutes under TCG",
+    "ptrace:vmaccess": "the 'attach' case times out on stock 6.12 (exec vs "
+                       "ptrace attach deadlock, still open in 6.12)",
+    "clone3:clone3_cap_checkpoint_restore": "cap_set_proc() fails with "
+                                            "EPERM on stock in this guest",
+    "exec:execveat": "11 of its 51 checks fail on stock with the root file "
+                     "system on 9p",
+}
 STRESS_NG_STRESSORS = ["fork", "vfork", "clone", "zombie", "wait", "ptrace",
                        "sigchld", "kill"]
 
@@ -205,9 +220,24 @@ def group_wait(tally, variant):
 
 def group_selftests(tally, variant):
     dest = selftests()
-    # TCG is slow: give every selftest 5 minutes, not 45 seconds.
-    tests = [(t, [str(dest / "run_kselftest.sh"), "-o", "300", "-c", t])
-             for t in SELFTEST_TARGETS]
+    listed = (dest / "kselftest-list.txt").read_text().split()
+    tests = []
+    for target in SELFTEST_TARGETS:
+        chosen = []
+        for entry in listed:
+            if not entry.startswith(target + ":"):
+                continue
+            if entry in SELFTEST_SKIPS:
+                tally.add(variant, "fast", "selftests", entry, "skip",
+                          SELFTEST_SKIPS[entry])
+            else:
+                chosen += ["-t", entry]
+        # Some tests write next to themselves: run a writable copy.
+        # TCG is slow: give every selftest 5 minutes, not 45 seconds.
+        script = (f"rm -rf /tmp/ks && cp -a {dest} /tmp/ks && "
+                  f"exec /tmp/ks/run_kselftest.sh -o 300 "
+                  + " ".join(chosen))
+        tests.append((target, ["sh", "-c", script]))
     run_group(tally, variant, "fast", "selftests", tests, timeout=3000,
               per_test_timeout=1200)
 
