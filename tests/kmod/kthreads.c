@@ -375,7 +375,8 @@ static int storm_test(const char *ko, const char *params)
 	pthread_join(th, NULL);
 	load_s = now() - t0;
 	close(l.fd);
-	tap(l.ret == 0, "finit_module(%s, \"%s\") = %d%s%s (%.3f s)", ko,
+	printf("# module: %s\n", ko);
+	tap(l.ret == 0, "finit_module(%s, \"%s\") = %d%s%s (%.3f s)", base,
 	    params, l.ret, l.ret ? " " : "", l.ret ? strerror(l.err) : "",
 	    load_s);
 	printf("# sampler: %d samples of /proc during the load, up to %d storm threads seen at once\n",
