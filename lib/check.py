@@ -258,11 +258,20 @@ def group_stress(tally, variant, flavor):
               mem="3G")
 
 
+def group_kmod(tally, variant):
+    """The 2007 module-load storm, replayed by a test module in the guest."""
+    import census
+    run_group(tally, variant, "fast", "kmod",
+              [("storm", census.kmod_test_argv(variant))], smp=4,
+              timeout=600)
+
+
 GROUPS = {
     "smoke": lambda t, v, debug: group_smoke(t, v),
     "runner": lambda t, v, debug: v == "stock" and group_runner(t, v),
     "wait": lambda t, v, debug: group_wait(t, v),
     "selftests": lambda t, v, debug: group_selftests(t, v),
+    "kmod": lambda t, v, debug: group_kmod(t, v),
     "stress": lambda t, v, debug: [group_stress(t, v, f)
                                    for f in (["fast", "debug"] if debug
                                              else ["fast"])],
