@@ -62,7 +62,10 @@ def parse_args(argv):
     p.add_argument("--repeats", type=int, default=None,
                    help="samples per boot (default: 3)")
     p.add_argument("--clock", choices=("icount", "wall"), default="icount")
-    p.add_argument("--smp", type=int, default=2)
+    p.add_argument("--smp", type=int, default=None,
+                   help="guest CPUs (default: 1 with --clock icount, where "
+                        "a second vCPU only adds round-robin jitter; 2 "
+                        "with --clock wall)")
     p.add_argument("--out", default=str(REPO / "results"))
     a = p.parse_args(argv)
     pick = (lambda v, key, default: v if v is not None else
@@ -75,6 +78,8 @@ def parse_args(argv):
     a.sizes = pick(a.sizes and [int(n) for n in a.sizes.split(",")],
                    "sizes", SIZES)
     a.rounds = pick(a.rounds, "rounds", 2)
+    if a.smp is None:
+        a.smp = 1 if a.clock == "icount" else 2
     a.repeats = pick(a.repeats, "repeats", 3)
     for s in a.scenarios:
         if s not in SCENARIOS:
