@@ -52,8 +52,8 @@ EXIT_SPLAT = 125      # the kernel log shows a warning, bug or lockup
 SPLAT = re.compile(
     r"WARNING:|BUG:|Oops|general protection fault|Kernel panic"
     r"|possible circular locking|possible recursive locking"
-    r"|inconsistent lock state|suspicious RCU usage|lockdep"
-    r"|KASAN|UBSAN|soft lockup|hard LOCKUP|rcu: INFO: .* stall"
+    r"|inconsistent lock state|suspicious RCU usage|INFO: lockdep"
+    r"|UBSAN:|soft lockup|hard LOCKUP|rcu: INFO: .* stall"
     r"|detected stall|blocked for more than|list_add corruption"
     r"|list_del corruption|ODEBUG:|stack-protector|Stack corruption")
 
