@@ -551,6 +551,11 @@ def qemu_command(img, rundir, accel, smp, mem, icount):
         # Under TCG on a busy host the IO-APIC timer check can miss its
         # ticks and panic the boot ("IO-APIC + timer doesn't work!").
         "no_timer_check",
+        # TCG on a loaded 2-core host can stall a vCPU for tens of seconds
+        # (a debug kernel boots ~10x slower): wider lockup and RCU stall
+        # windows than the defaults of 20 s and 21 s keep emulation hiccups
+        # from reading as kernel bugs, while a real lockup still shows.
+        "watchdog_thresh=60", "rcupdate.rcu_cpu_stall_timeout=120",
     ]
     if accel == "kvm":
         machine = ["-accel", "kvm", "-cpu", "host"]
