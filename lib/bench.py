@@ -67,6 +67,9 @@ def parse_args(argv):
                         "a second vCPU only adds round-robin jitter; 2 "
                         "with --clock wall)")
     p.add_argument("--out", default=str(REPO / "results"))
+    p.add_argument("--render", metavar="CSV",
+                   help="redraw the table and plots of an earlier run "
+                        "from its CSV (and the JSON beside it); no boots")
     a = p.parse_args(argv)
     pick = (lambda v, key, default: v if v is not None else
             (QUICK[key] if a.quick else default))
@@ -160,13 +163,14 @@ def report(csv_path, a, info):
         for v in a.variants:
             vals = [med.get((s, v, n)) for n in a.sizes]
             cells = [f"{x:,.0f}" if x is not None else "-" for x in vals]
-            base = vals[0]
+            # The smallest N measured is the baseline (pidns has no N=0).
+            base = next((x for x in vals if x), None)
             worst = max((x / base for x in vals if x and base), default=None)
             top = med.get((s, "stock", max(a.sizes)))
             mine = vals[-1]
             md.append(f"| {v} | " + " | ".join(cells)
-                      + f" | {worst:.2f} |" if worst else " | - |")
-            md[-1] += (f" {top / mine:.2f} |" if top and mine else " - |")
+                      + (f" | {worst:.2f} |" if worst else " | - |")
+                      + (f" {top / mine:.2f} |" if top and mine else " - |"))
         md.append("")
         plot(csv_path, s, a, med)
         md += [f"![{s}]({csv_path.stem}-{s}.png)", ""]
@@ -202,8 +206,26 @@ def plot(csv_path, scenario, a, med):
         raise Error(f"gnuplot failed: {r.stderr.strip()[:200]}")
 
 
+def render(a):
+    """Table and plots again from a CSV, with the run's own parameters."""
+    csv_path = Path(a.render).resolve()
+    info = json.loads(csv_path.with_suffix(".json").read_text())
+    with open(csv_path) as f:
+        rows = list(csv.DictReader(f))
+    a.variants = list(dict.fromkeys(r["variant"] for r in rows))
+    a.scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
+    a.sizes = sorted({int(r["N"]) for r in rows})
+    a.rounds = 1 + max(int(r["round"]) for r in rows)
+    a.repeats = info.get("repeats", a.repeats)
+    a.smp = info.get("smp", a.smp)
+    print(report(csv_path, a, info).read_text())
+    return 0
+
+
 def main(args):
     a = parse_args(args.args)
+    if a.render:
+        return render(a)
     workbench.ensure_packages("build", "run", extra=["gnuplot-nox"])
     binary = compile_c(REPO / "bench" / "reapbench.c")
     out = Path(a.out).resolve()
@@ -234,6 +256,7 @@ def main(args):
                 run_round(v, binary, a, rnd, writer, info)
                 f.flush()
     info["accel"] = "tcg-icount" if a.clock == "icount" else "tcg"
+    info.update(repeats=a.repeats, smp=a.smp)
     csv_path.with_suffix(".json").write_text(json.dumps(info, indent=1))
     md = report(csv_path, a, info)
     print(md.read_text())
