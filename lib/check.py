@@ -148,11 +148,12 @@ def guest_script(tests, per_test_timeout):
 def run_group(tally, variant, flavor, group, tests, timeout=1200,
               per_test_timeout=600, mem="2G", smp=2):
     """Boot once and run TESTS [(name, argv)]; tally every result."""
+    spec, variant = variant, workbench.variant_name(variant)
     print(f"[{time.strftime('%H:%M:%S')}] {group} on {variant}/{flavor}: "
           f"{len(tests)} program(s)", flush=True)
     rundir = workbench.new_rundir(f"check-{group}-{variant}-{flavor}")
     script = guest_script(tests, per_test_timeout)
-    rc = workbench.run(variant, ["sh", "-c", script], flavor=flavor,
+    rc = workbench.run(spec, ["sh", "-c", script], flavor=flavor,
                        smp=smp, mem=mem, timeout=timeout, rundir=rundir,
                        echo=False)
     out = rundir / "out"
@@ -302,8 +303,9 @@ def main(args):
             GROUPS[g](tally, v, not args.no_debug)
     print()
     print(f"{'variant':10} {'flavor':6} {'group':10} passed failed skipped")
+    names = [workbench.variant_name(v) for v in variants]
     keys = sorted({(r[0], r[1], r[2]) for r in tally.rows},
-                  key=lambda k: (variants.index(k[0]), k[1], groups.index(
+                  key=lambda k: (names.index(k[0]), k[1], groups.index(
                       k[2]) if k[2] in groups else 99))
     for v, f, g in keys:
         print(f"{v:10} {f:6} {g:10} {tally.count('pass', variant=v, flavor=f, group=g):6} "
