@@ -523,6 +523,7 @@ def new_rundir(label):
     for stale in old[:-100]:
         shutil.rmtree(stale, ignore_errors=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
+    label = re.sub(r"[^\w.+-]", "_", label)     # variants may be paths
     d = runs / f"{stamp}-{label}-{os.getpid()}"
     d.mkdir()
     return d
