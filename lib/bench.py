@@ -121,7 +121,7 @@ def run_round(variant, binary, a, rnd, writer, info):
                     f"{failed[0] if failed else ''}; see {rundir})")
     build = json.loads((workbench.build(variant) / "build-info.json")
                        .read_text())
-    info.setdefault("kernels", {})[variant] = build["kernelrelease"]
+    info.setdefault("kernels", {})[build["variant"]] = build["kernelrelease"]
     info.setdefault("boots", []).append(
         {"variant": variant, "round": rnd, "host_wall_s": round(wall, 1),
          "rundir": str(rundir)})
@@ -129,7 +129,8 @@ def run_round(variant, binary, a, rnd, writer, info):
     for line in output.splitlines():
         parts = line.strip().split(",")
         if len(parts) >= 5 and parts[0] in SCENARIOS:
-            writer.writerow([variant, a.clock, rnd, *parts[:5],
+            writer.writerow([workbench.variant_name(variant), a.clock, rnd,
+                             *parts[:5],
                              ";".join(parts[5:])])
             samples += 1
     print(f"  {variant} round {rnd}: {samples} samples, {wall:.0f}s host "
@@ -180,21 +181,22 @@ def report(csv_path, a, info):
 
 
 def plot(csv_path, scenario, a, med):
-    """ns/op against N, log-log; N=0 is drawn at N=10 and labelled 0."""
+    """ns/op against N, log-log; N=0 is drawn at N=0.3 and labelled 0."""
     data = csv_path.with_name(f"{csv_path.stem}-{scenario}.dat")
     with open(data, "w") as f:
         for v in a.variants:
             f.write(f"# {v}\n")
             for n in a.sizes:
                 if (scenario, v, n) in med:
-                    f.write(f"{max(n, 10)} {med[(scenario, v, n)]}\n")
+                    f.write(f"{n or 0.3} {med[(scenario, v, n)]}\n")
             f.write("\n\n")
     png = csv_path.with_name(f"{csv_path.stem}-{scenario}.png")
-    tics = ", ".join(f'"{n}" {max(n, 10)}' for n in a.sizes)
+    tics = ", ".join(f'"{n}" {n or 0.3}' for n in a.sizes)
     lines = ", ".join(f"'{data}' index {i} with linespoints lw 2 "
                       f"title '{v}'" for i, v in enumerate(a.variants))
     script = (f"set terminal pngcairo size 800,500\nset output '{png}'\n"
               f"set logscale xy\nset xtics ({tics})\n"
+              f"set xrange [0.2:{max(a.sizes) * 2}]\n"
               f"set xlabel 'long-lived children N'\n"
               f"set ylabel 'ns per operation ({a.clock})'\n"
               f"set title '{scenario}: cost per operation against N'\n"
@@ -255,6 +257,8 @@ def main(args):
             for v in a.variants:
                 run_round(v, binary, a, rnd, writer, info)
                 f.flush()
+    # Tables and plots name a scratch variant by its directory.
+    a.variants = [workbench.variant_name(v) for v in a.variants]
     info["accel"] = "tcg-icount" if a.clock == "icount" else "tcg"
     info.update(repeats=a.repeats, smp=a.smp)
     csv_path.with_suffix(".json").write_text(json.dumps(info, indent=1))
