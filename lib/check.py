@@ -255,7 +255,7 @@ def group_stress(tally, variant, flavor):
             tests.append((f"stress-ng-{s}", [
                 "stress-ng", f"--{s}", "2", "--timeout", "20s",
                 "--temp-path", "/tmp", "--metrics-brief"]))
-    run_group(tally, variant, flavor, f"stress", tests, timeout=1800,
+    run_group(tally, variant, flavor, "stress", tests, timeout=1800,
               mem="3G")
 
 

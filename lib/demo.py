@@ -8,7 +8,6 @@ prints the time until every zombie is gone.  Timings are guest time under
 -icount (one instruction per nanosecond), so they repeat from boot to boot.
 """
 
-import argparse
 import statistics
 import time
 
@@ -41,11 +40,7 @@ def reenact(variant, binary, sizes):
 
 
 def main(args):
-    p = argparse.ArgumentParser(prog="fastreap demo")
-    p.add_argument("--variants")
-    a = p.parse_args([] if args.variants is None
-                     else ["--variants", args.variants])
-    variants = (a.variants.split(",") if a.variants else
+    variants = (args.variants.split(",") if args.variants else
                 [v for v in ("stock", "seed", "fastreap")
                  if v in workbench.known_variants()])
     t0 = time.time()
