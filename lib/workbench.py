@@ -305,7 +305,9 @@ def export_tree(variant):
     tree = stock_tree().parent / name
     if name == "stock" or not (tree / ".git").exists():
         raise Error(f"no worktree for '{name}' (run './fastreap tree {name}')")
-    pdir = REPO / "patches" / name
+    # A path variant is exported back into its own directory.
+    pdir = variant_patch_dir(variant) if name != variant \
+        else REPO / "patches" / name
     pdir.mkdir(parents=True, exist_ok=True)
     cover = pdir / COVER_LETTER
     keep_cover = cover.read_text() if cover.exists() else None
@@ -317,7 +319,7 @@ def export_tree(variant):
     git(tree, *args)
     if keep_cover is not None:
         cover.write_text(keep_cover)
-    state = {"patches": patches_hash(name),
+    state = {"patches": patches_hash(variant),
              "head": git(tree, "rev-parse", "HEAD")}
     (tree / ".fastreap-applied").write_text(json.dumps(state))
     return sorted(pdir.glob("*.patch"))
