@@ -26,8 +26,11 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+# Absolute and without symlinks: guests see the cache at this very path
+# (see guest_shares()), and ccache's CCACHE_BASEDIR must match the
+# physical working directory of the compiler.
 CACHE = Path(os.environ.get("FASTREAP_CACHE",
-                            Path.home() / ".cache" / "fastreap"))
+                            Path.home() / ".cache" / "fastreap")).resolve()
 SOURCE_PACKAGE = "linux-source-6.12"
 SOURCE_TARBALL = Path("/usr/src/linux-source-6.12.tar.xz")
 FLAVORS = ("fast", "debug")
@@ -482,6 +485,83 @@ def make_with_progress(cmd, env, log, label):
 
 # --- the runner ------------------------------------------------------------
 
+# lib/guest-init.sh mounts a tmpfs on each of these, which hides whatever
+# the host keeps there; keep the two lists in step.
+GUEST_SCRATCH = ("/tmp", "/run", "/var/tmp", "/var/log")
+# The guest mounts its own proc, sysfs and devtmpfs (and /dev/shm) here.
+GUEST_PSEUDO = ("/proc", "/sys", "/dev")
+
+
+def _under(path, top):
+    return path == Path(top) or Path(top) in path.parents
+
+
+def guest_shares(cwd=None):
+    """Host directories the guest needs that its tmpfs mounts would hide.
+
+    The guest runs the command in the host's working directory and runs
+    programs from the repository and the cache; any of them under /tmp,
+    /run, /var/tmp or /var/log is shared into the guest by its own
+    read-only virtio-9p device and mounted at the same path, over the
+    tmpfs.  Returns those paths, none inside another; raises Error for a
+    directory that cannot be shared this way (a one-line reason).
+    """
+    wanted = [("working directory", Path(cwd or os.getcwd()).resolve()),
+              ("repository", REPO), ("cache (FASTREAP_CACHE)", CACHE)]
+    shares = []
+    for what, path in wanted:
+        if "\n" in str(path):
+            raise Error(f"the {what} {str(path)!r} has a newline in its "
+                        "name, which the guest cannot mount")
+        for top in GUEST_PSEUDO:
+            if _under(path, top):
+                raise Error(f"the {what} {path} is under {top}, which the "
+                            "guest replaces with its own; use another")
+        for top in GUEST_SCRATCH:
+            if path == Path(top):
+                raise Error(f"the {what} is {top} itself, which is the "
+                            "guest's scratch tmpfs; use a directory below "
+                            "it or elsewhere")
+            if _under(path, top):
+                shares.append(path)
+    shares.sort(key=lambda p: len(p.parts))
+    outer = []
+    for path in shares:
+        if not any(_under(path, o) for o in outer):
+            outer.append(path)
+    return outer
+
+
+def check_rundir(rundir):
+    """A run directory the guest can mount at its own path, else Error."""
+    rundir = Path(rundir).resolve()
+    if "\n" in str(rundir):
+        raise Error(f"the run directory {str(rundir)!r} has a newline in "
+                    "its name, which the guest cannot mount")
+    # It is mounted over whatever the guest has at its path: it must not
+    # be, or contain, a directory the guest mounts itself.
+    for top in GUEST_PSEUDO:
+        if _under(rundir, top):
+            raise Error(f"the run directory {rundir} is under {top}, which "
+                        "the guest replaces with its own; use another")
+    for top in GUEST_PSEUDO + GUEST_SCRATCH:
+        if _under(Path(top), rundir):
+            raise Error(f"the run directory {rundir} would hide the guest's "
+                        f"{top}; use another")
+    return rundir
+
+
+def preflight(cwd=None, rundir=None):
+    """Everything about paths that would stop a boot, before any build.
+
+    Commands that boot guests call this first, so a refusal never comes
+    after half an hour of kernel builds.
+    """
+    guest_shares(cwd)
+    if rundir is not None:
+        check_rundir(rundir)
+
+
 def qemu_binary():
     ensure_packages("run")
     qemu = shutil.which("qemu-system-x86_64")
@@ -531,24 +611,25 @@ def new_rundir(label):
     return d
 
 
-def write_job(rundir, cmd, env):
-    cwd = os.getcwd()
+def write_job(rundir, cmd, env, cwd):
     lines = ["# written by fastreap's runner; run by lib/guest-init.sh",
-             f"cd {shlex.quote(cwd)} || exit 127"]
+             f"cd {shlex.quote(str(cwd))} || exit 127"]
     for k, v in env.items():
         lines.append(f"export {k}={shlex.quote(str(v))}")
     lines.append("exec " + " ".join(shlex.quote(c) for c in cmd))
     (rundir / "job.sh").write_text("\n".join(lines) + "\n")
 
 
-def qemu_command(img, rundir, accel, smp, mem, icount):
+def qemu_command(img, rundir, accel, smp, mem, icount, shares=()):
     qemu = qemu_binary()
+    # The kernel command line splits at spaces, so the only host path on
+    # it is init's, quoted: the guest finds the run directory by its mount
+    # tag and reads the other paths there, see write_guest_mounts().
     cmdline = [
         "console=ttyS0", "loglevel=5", "log_buf_len=8M",
         "root=/dev/root", "rootfstype=9p",
         "rootflags=trans=virtio,version=9p2000.L,msize=512000,cache=loose",
-        "ro", f"init={REPO / 'lib' / 'guest-init.sh'}",
-        f"fastreap.job={rundir / 'job.sh'}",
+        "ro", f'init="{REPO / "lib" / "guest-init.sh"}"',
         "panic=-1", "mitigations=off", "nokaslr", "tsc=reliable",
         "no_hash_pointers",
         # Under TCG on a busy host the IO-APIC timer check can miss its
@@ -576,21 +657,46 @@ def qemu_command(img, rundir, accel, smp, mem, icount):
             "-fsdev", "local,id=root,path=/,readonly=on,security_model=none,"
             "multidevs=remap",
             "-device", "virtio-9p-pci,fsdev=root,mount_tag=/dev/root",
-            "-fsdev", f"local,id=run,path={rundir},security_model=none,"
-            "multidevs=remap",
-            "-device", "virtio-9p-pci,fsdev=run,mount_tag=fastreap-run"]
+            "-fsdev", f"local,id=run,path={qemu_opt(rundir)},"
+            "security_model=none,multidevs=remap",
+            "-device", "virtio-9p-pci,fsdev=run,mount_tag=fastreap-run",
+            *[arg for i, path in enumerate(shares) for arg in (
+                "-fsdev", f"local,id=share{i},path={qemu_opt(path)},"
+                "readonly=on,security_model=none,multidevs=remap",
+                "-device", f"virtio-9p-pci,fsdev=share{i},"
+                f"mount_tag=fastreap-share{i}")]]
+
+
+def qemu_opt(value):
+    """VALUE inside a QEMU -fsdev option list: commas are doubled."""
+    return str(value).replace(",", ",,")
+
+
+def write_guest_mounts(rundir, shares):
+    """What guest-init.sh mounts: 'TAG PATH' lines, then the run directory.
+
+    The shares go first, at their own paths over the tmpfs mounts; the run
+    directory last, so it stays writable even inside a shared directory.
+    """
+    lines = [f"fastreap-share{i} {path}" for i, path in enumerate(shares)]
+    (rundir / "mounts").write_text("".join(l + "\n" for l in lines))
+    (rundir / "hostpath").write_text(str(rundir))
 
 
 def boot(img, cmd, accel, smp=2, mem="2G", timeout=600, rundir=None,
-         icount=False, env=None, echo=True):
+         icount=False, env=None, echo=True, cwd=None):
     """Boot IMG, run CMD as the guest's job, return the runner's status."""
+    cwd = Path(cwd or os.getcwd()).resolve()
+    shares = guest_shares(cwd)
     own_rundir = rundir is None
     if own_rundir:
         rundir = new_rundir("probe")
+    rundir = check_rundir(rundir)
     (rundir / "out").mkdir(exist_ok=True)
     env = dict(env or {}, FASTREAP_OUT=rundir / "out")
-    write_job(rundir, cmd, env)
-    argv = qemu_command(img, rundir, accel, smp, mem, icount)
+    write_job(rundir, cmd, env, cwd)
+    write_guest_mounts(rundir, shares)
+    argv = qemu_command(img, rundir, accel, smp, mem, icount, shares)
     (rundir / "qemu.cmd").write_text(shlex.join(argv) + "\n")
     output = rundir / "output"
     output.touch()
@@ -656,22 +762,25 @@ def boot(img, cmd, accel, smp=2, mem="2G", timeout=600, rundir=None,
                 f"(console log: {rundir / 'console.log'})")
     else:
         rc = int(status_file.read_text().strip() or 255)
+    # guest-init.sh did not run the job: a share it could not mount.
+    unmounted = re.search(r"fastreap-guest: cannot mount:(.*)", console)
+    if unmounted and not splats:
+        rc = EXIT_SETUP
     info["status"] = rc
     (rundir / "run-info.json").write_text(json.dumps(info, indent=1))
+    if rc == EXIT_SETUP:
+        raise Error(f"the guest could not mount{unmounted.group(1)} "
+                    f"(console log: {rundir / 'console.log'})")
     if own_rundir:
         shutil.rmtree(rundir, ignore_errors=True)
     return rc
 
 
 def run(variant, cmd, flavor="fast", smp=2, mem="2G", timeout=600,
-        icount=False, rundir=None, echo=True):
-    """Build if needed, boot VARIANT in QEMU and run CMD; see boot()."""
-    cwd = Path.cwd()
-    for hidden in ("/tmp", "/run", "/var/tmp", "/var/log", "/proc", "/sys",
-                   "/dev"):
-        if cwd == Path(hidden) or Path(hidden) in cwd.parents:
-            raise Error(f"the working directory {cwd} is under {hidden}, "
-                        "which the guest mounts over; run from elsewhere")
+        icount=False, rundir=None, echo=True, cwd=None):
+    """Build if needed, boot VARIANT in QEMU and run CMD in CWD (default:
+    the current directory); see boot()."""
+    preflight(cwd, rundir)
     img = build(variant, flavor)
     accel = accelerator(img)
     if rundir is None:
@@ -686,4 +795,4 @@ def run(variant, cmd, flavor="fast", smp=2, mem="2G", timeout=600,
            "FASTREAP_ACCEL": "tcg-icount" if icount and accel == "tcg"
            else accel}
     return boot(img, cmd, accel, smp=smp, mem=mem, timeout=timeout,
-                rundir=rundir, icount=icount, env=env, echo=echo)
+                rundir=rundir, icount=icount, env=env, echo=echo, cwd=cwd)
