@@ -11,6 +11,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -200,7 +201,9 @@ def group_smoke(tally, variant):
 
 
 def group_runner(tally, variant):
-    """The runner's own contract: statuses pass through, timeouts show."""
+    """The runner's own contract: statuses pass through, timeouts show,
+    and the command runs in the host's working directory even where the
+    guest mounts a tmpfs (a clone under /tmp)."""
     cases = [(["true"], {}, 0), (["false"], {}, 1),
              (["sh", "-c", "exit 7"], {}, 7),
              (["sleep", "1000"], {"timeout": 25}, workbench.EXIT_TIMEOUT)]
@@ -210,6 +213,20 @@ def group_runner(tally, variant):
         tally.add(variant, "fast", "runner", name,
                   "pass" if rc == want else "fail",
                   "" if rc == want else f"got {rc}")
+    with tempfile.TemporaryDirectory(dir="/tmp",
+                                     prefix="fastreap-cwd-") as cwd:
+        cwd = os.path.realpath(cwd)         # what pwd prints in the guest
+        marker = f"host file {os.getpid()}"
+        Path(cwd, "marker").write_text(marker + "\n")
+        rundir = workbench.new_rundir(f"check-runner-{variant}")
+        rc = workbench.run(variant, ["sh", "-c", 'pwd; cat marker'],
+                           echo=False, cwd=cwd, rundir=rundir)
+        got = (rundir / "output").read_text(errors="replace").split("\n")
+        ok = rc == 0 and got[:2] == [cwd, marker]
+        tally.add(variant, "fast", "runner",
+                  "run in a working directory under /tmp sees it",
+                  "pass" if ok else "fail",
+                  "" if ok else f"status {rc}, output {got[:2]}")
 
 
 def group_wait(tally, variant):
