@@ -1,0 +1,405 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A child traced by a sibling thread of its real parent.
+ *
+ * Thread A (the test's main thread) forks child C; a sibling thread B
+ * ptrace-attaches C and C enters a ptrace stop.  Since the tracer is in
+ * the real parent's own thread group, wait_consider_task() lets A see C
+ * as its tracer would: A gets C's ptrace stops (CLD_TRAPPED, without
+ * WUNTRACED) and not its group stops, also when A waits with __WNOTHREAD
+ * for its own children only.  B sees C through its ->ptraced list, with
+ * or without __WNOTHREAD.  A third thread with __WNOTHREAD has no child.
+ *
+ * Each answer is checked for every way of asking: P_ALL, P_PGID and the
+ * P_PID oracle; waitpid(-1), waitpid(0) and a blocking wait4().  For
+ * P_PGID the process group also holds live children of A forked before
+ * and after C, which keep the wait from -ECHILD without reporting.
+ */
+#include "wait_util.h"
+
+#include <sys/ptrace.h>
+
+#define WANY	(WEXITED | WSTOPPED | WCONTINUED)
+
+struct tracer {
+	pthread_t th;
+	pid_t tid;
+	pid_t tracee;		/* a pid, or a tid for a traced thread */
+	bool seize;		/* PTRACE_SEIZE + INTERRUPT, else ATTACH */
+	struct gate ready;	/* B -> A: the tracee is in its stop */
+	struct gate done;	/* A -> B: the test is over */
+	long err;		/* first failing step of B, or 0 */
+	/* what B's own P_ALL|__WNOTHREAD wait reported */
+	long own_ret;
+	siginfo_t own_si;
+};
+
+static void *tracer_main(void *p)
+{
+	struct tracer *t = p;
+	siginfo_t si = { 0 };
+	char c;
+
+	t->tid = sys_gettid();
+	if (t->seize) {
+		if (ptrace(PTRACE_SEIZE, t->tracee, 0, 0) ||
+		    ptrace(PTRACE_INTERRUPT, t->tracee, 0, 0))
+			t->err = 1;
+	} else if (ptrace(PTRACE_ATTACH, t->tracee, 0, 0)) {
+		t->err = 2;
+	}
+	/* The P_PID path is the oracle for "C is in its ptrace stop". */
+	if (!t->err && sys_waitid(P_PID, t->tracee, &si,
+				  WSTOPPED | WNOWAIT | __WALL, NULL))
+		t->err = 3;
+	if (!t->err)
+		t->own_ret = sys_waitid(P_ALL, 0, &t->own_si,
+					WANY | WNOHANG | WNOWAIT | __WNOTHREAD,
+					NULL);
+	write(t->ready.wfd, "r", 1);
+	while (read(t->done.rfd, &c, 1) < 0 && errno == EINTR)
+		;
+	return NULL;
+}
+
+static int tracer_start(struct tracer *t, pid_t tracee, bool seize)
+{
+	t->tracee = tracee;
+	t->seize = seize;
+	if (note_init(&t->ready) || note_init(&t->done))
+		return -1;
+	if (pthread_create(&t->th, NULL, tracer_main, t))
+		return -1;
+	return gate_pass(&t->ready) && !t->err ? 0 : -1;
+}
+
+static void tracer_stop(struct tracer *t)
+{
+	write(t->done.wfd, "d", 1);
+	pthread_join(t->th, NULL);
+}
+
+/* The stop every way of asking must report for C. */
+struct stop {
+	pid_t pid;
+	int code;		/* si_code */
+	int status;		/* si_status */
+	int wstatus;		/* wait4's status word */
+};
+
+static struct stop attach_stop(pid_t pid)
+{
+	return (struct stop){ pid, CLD_TRAPPED, SIGSTOP,
+			      (SIGSTOP << 8) | 0x7f };
+}
+
+static struct stop seize_stop(pid_t pid)
+{
+	/* waitid's si_status carries the event bits too */
+	int code = SIGTRAP | (PTRACE_EVENT_STOP << 8);
+
+	return (struct stop){ pid, CLD_TRAPPED, code, (code << 8) | 0x7f };
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+}
+
+/* A blocking wait that finds nothing fails with EINTR instead of hanging. */
+static void arm_alarm(unsigned int seconds)
+{
+	struct sigaction sa = { .sa_handler = on_signal };	/* no SA_RESTART */
+
+	sigaction(SIGALRM, &sa, NULL);
+	alarm(seconds);
+}
+
+/* A gated live child, to be released (and reaped) by the test. */
+static int live_child_fn(void *g)
+{
+	return gate_pass(g) ? 0 : WU_ORPHANED;
+}
+
+#define EXPECT_REPORT(ret, si, want, what) do {				\
+	EXPECT_EQ(0, (ret)) TH_LOG("%s: errno %d", what, errno);	\
+	EXPECT_EQ((want).pid, (si).si_pid) TH_LOG("%s", what);		\
+	EXPECT_EQ((want).code, (si).si_code) TH_LOG("%s", what);	\
+	EXPECT_EQ((want).status, (si).si_status) TH_LOG("%s", what);	\
+} while (0)
+
+/*
+ * A, waiting for its own children only, sees the ptrace stop of C that
+ * sibling B made, through every non-consuming way of asking, and B sees
+ * it through its own.  Then A consumes it; @extra_flags go with every
+ * wait of A.
+ */
+static void check_parent_sees_stop(struct __test_metadata *_metadata,
+				   bool seize, int extra_flags)
+{
+	struct gate g, lg;
+	struct tracer t = { 0 };
+	struct stop want;
+	siginfo_t si;
+	pid_t c, older, younger;
+	int st;
+
+	ASSERT_EQ(0, gate_init(&g));
+	ASSERT_EQ(0, gate_init(&lg));
+	/* Same process group as A, on both sides of C in every list. */
+	older = spawn(live_child_fn, &lg);
+	ASSERT_GT(older, 0);
+	c = spawn_gated(&g, 0);
+	ASSERT_GT(c, 0);
+	younger = spawn(live_child_fn, &lg);
+	ASSERT_GT(younger, 0);
+	ASSERT_EQ(0, tracer_start(&t, c, seize));
+	want = seize ? seize_stop(c) : attach_stop(c);
+
+	/* B, the tracer, with or without __WNOTHREAD. */
+	EXPECT_REPORT(t.own_ret, t.own_si, want, "tracer P_ALL __WNOTHREAD");
+
+	memset(&si, 0, sizeof(si));
+	EXPECT_REPORT(sys_waitid(P_PID, c, &si, WANY | WNOHANG | WNOWAIT |
+				 __WNOTHREAD | extra_flags, NULL),
+		      si, want, "parent P_PID __WNOTHREAD (the oracle)");
+	memset(&si, 0, sizeof(si));
+	EXPECT_REPORT(sys_waitid(P_ALL, 0, &si, WANY | WNOHANG | WNOWAIT |
+				 __WNOTHREAD | extra_flags, NULL),
+		      si, want, "parent P_ALL __WNOTHREAD");
+	memset(&si, 0, sizeof(si));
+	EXPECT_REPORT(sys_waitid(P_PGID, 0, &si, WANY | WNOHANG | WNOWAIT |
+				 __WNOTHREAD | extra_flags, NULL),
+		      si, want, "parent P_PGID 0 __WNOTHREAD");
+	memset(&si, 0, sizeof(si));
+	EXPECT_REPORT(sys_waitid(P_PGID, getpgrp(), &si, WANY | WNOHANG |
+				 WNOWAIT | __WNOTHREAD | extra_flags, NULL),
+		      si, want, "parent P_PGID pgid __WNOTHREAD");
+	memset(&si, 0, sizeof(si));
+	EXPECT_REPORT(sys_waitid(P_ALL, 0, &si, WANY | WNOHANG | WNOWAIT |
+				 extra_flags, NULL),
+		      si, want, "parent P_ALL, whole group");
+
+	/* Ptrace stops need no WUNTRACED; a blocking wait must not hang. */
+	arm_alarm(20);
+	st = 0;
+	EXPECT_EQ(c, sys_wait4(-1, &st, __WNOTHREAD | extra_flags, NULL))
+		TH_LOG("blocking wait4(-1, __WNOTHREAD): errno %d", errno);
+	alarm(0);
+	EXPECT_EQ(want.wstatus, st);
+
+	/* Consumed: nothing left to report, but C and the others live. */
+	memset(&si, 0, sizeof(si));
+	EXPECT_EQ(0, sys_waitid(P_ALL, 0, &si, WANY | WNOHANG | WNOWAIT |
+				extra_flags, NULL));
+	EXPECT_EQ(0, si.si_pid);
+	EXPECT_EQ(0, waitpid(0, &st, WUNTRACED | WCONTINUED | WNOHANG |
+			     __WNOTHREAD | extra_flags));
+
+	/* Tear down: C dies in its stop and A reaps it as the tracer. */
+	ASSERT_EQ(0, kill(c, SIGKILL));
+	/*
+	 * Its exit wakes waiters for the tracer B only: a __WNOTHREAD wait
+	 * of A that slept before would sleep on, on stock too.
+	 */
+	ASSERT_EQ(0, wait_zombie(c));
+	st = 0;
+	EXPECT_EQ(c, sys_wait4(-1, &st, __WNOTHREAD | extra_flags, NULL));
+	EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	tracer_stop(&t);
+	gate_open(&lg, 2);
+	EXPECT_EQ(older, waitpid(older, &st, 0));
+	EXPECT_EQ(younger, waitpid(younger, &st, 0));
+	EXPECT_EQ(-1, waitpid(-1, &st, WNOHANG));
+	EXPECT_EQ(ECHILD, errno);
+}
+
+TEST(attach_stop_reported_to_nothread_parent)
+{
+	check_parent_sees_stop(_metadata, false, 0);
+}
+
+TEST(seize_interrupt_reported_to_nothread_parent)
+{
+	check_parent_sees_stop(_metadata, true, 0);
+}
+
+TEST(attach_stop_reported_to_nothread_parent_wall)
+{
+	check_parent_sees_stop(_metadata, false, __WALL);
+}
+
+/* The consuming forms, one at a time: each must find the stop. */
+TEST(waitpid_any_nothread_consumes_stop)
+{
+	struct gate g;
+	struct tracer t = { 0 };
+	pid_t c;
+	int st = 0;
+
+	ASSERT_EQ(0, gate_init(&g));
+	c = spawn_gated(&g, 0);
+	ASSERT_GT(c, 0);
+	ASSERT_EQ(0, tracer_start(&t, c, false));
+	EXPECT_EQ(c, waitpid(-1, &st, WNOHANG | __WNOTHREAD));
+	EXPECT_EQ((SIGSTOP << 8) | 0x7f, st);
+	ASSERT_EQ(0, kill(c, SIGKILL));
+	EXPECT_EQ(c, waitpid(c, &st, __WALL));
+	tracer_stop(&t);
+}
+
+TEST(waitpid_pgrp_nothread_consumes_stop)
+{
+	struct gate g, lg;
+	struct tracer t = { 0 };
+	pid_t c, other;
+	int st = 0;
+
+	ASSERT_EQ(0, gate_init(&g));
+	ASSERT_EQ(0, gate_init(&lg));
+	c = spawn_gated(&g, 0);
+	ASSERT_GT(c, 0);
+	/* Younger, so first in the process group's member list. */
+	other = spawn(live_child_fn, &lg);
+	ASSERT_GT(other, 0);
+	ASSERT_EQ(0, tracer_start(&t, c, false));
+	EXPECT_EQ(c, waitpid(0, &st, WNOHANG | __WNOTHREAD));
+	EXPECT_EQ((SIGSTOP << 8) | 0x7f, st);
+	ASSERT_EQ(0, kill(c, SIGKILL));
+	EXPECT_EQ(c, waitpid(c, &st, __WALL));
+	tracer_stop(&t);
+	gate_open(&lg, 1);
+	EXPECT_EQ(other, waitpid(other, &st, 0));
+}
+
+/*
+ * A clone child (exit signal not SIGCHLD) traced by B: A's own waits
+ * need __WCLONE or __WALL to see it at all (-ECHILD without, as A has no
+ * other child); B's do not, as for every tracee.
+ */
+TEST(clone_child_needs_wclone_for_parent)
+{
+	struct clone_args args = { .exit_signal = SIGUSR1 };
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct gate g;
+	struct tracer t = { 0 };
+	struct stop want;
+	siginfo_t si;
+	pid_t c;
+	int st;
+
+	/* SIGUSR1 is the exit signal: it must not kill the test. */
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
+	ASSERT_EQ(0, gate_init(&g));
+	c = sys_clone3(&args);
+	if (c == 0) {
+		wu_child_init();
+		_exit(gate_pass(&g) ? 0 : WU_ORPHANED);
+	}
+	ASSERT_GT(c, 0);
+	ASSERT_EQ(0, tracer_start(&t, c, false));
+	want = attach_stop(c);
+	EXPECT_REPORT(t.own_ret, t.own_si, want, "tracer P_ALL __WNOTHREAD");
+
+	EXPECT_EQ(-1, sys_waitid(P_ALL, 0, &si, WANY | WNOHANG | WNOWAIT |
+				 __WNOTHREAD, NULL));
+	EXPECT_EQ(ECHILD, errno);
+	EXPECT_EQ(-1, sys_waitid(P_PID, c, &si, WANY | WNOHANG | WNOWAIT |
+				 __WNOTHREAD, NULL));
+	EXPECT_EQ(ECHILD, errno);
+	memset(&si, 0, sizeof(si));
+	EXPECT_REPORT(sys_waitid(P_ALL, 0, &si, WANY | WNOHANG | WNOWAIT |
+				 __WNOTHREAD | __WCLONE, NULL),
+		      si, want, "parent P_ALL __WNOTHREAD|__WCLONE");
+	memset(&si, 0, sizeof(si));
+	EXPECT_REPORT(sys_waitid(P_PGID, 0, &si, WANY | WNOHANG | WNOWAIT |
+				 __WNOTHREAD | __WALL, NULL),
+		      si, want, "parent P_PGID __WNOTHREAD|__WALL");
+	st = 0;
+	EXPECT_EQ(c, sys_wait4(-1, &st, WNOHANG | __WNOTHREAD | __WCLONE,
+			       NULL));
+	EXPECT_EQ((SIGSTOP << 8) | 0x7f, st);
+	ASSERT_EQ(0, kill(c, SIGKILL));
+	EXPECT_EQ(c, waitpid(c, &st, __WALL));
+	tracer_stop(&t);
+}
+
+/* A thread that is neither C's parent nor its tracer. */
+struct bystander {
+	long ret;
+	int err;
+	siginfo_t si;
+	int flags;
+};
+
+static void *bystander_main(void *p)
+{
+	struct bystander *b = p;
+
+	b->ret = sys_waitid(P_ALL, 0, &b->si, b->flags, NULL);
+	b->err = errno;
+	return NULL;
+}
+
+TEST(third_thread_nothread_has_no_child)
+{
+	struct bystander b = { .flags = WANY | WNOHANG | WNOWAIT };
+	struct gate g;
+	struct tracer t = { 0 };
+	pthread_t th;
+	pid_t c;
+	int st;
+
+	ASSERT_EQ(0, gate_init(&g));
+	c = spawn_gated(&g, 0);
+	ASSERT_GT(c, 0);
+	ASSERT_EQ(0, tracer_start(&t, c, false));
+
+	b.flags |= __WNOTHREAD;
+	ASSERT_EQ(0, pthread_create(&th, NULL, bystander_main, &b));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_EQ(-1, b.ret);
+	EXPECT_EQ(ECHILD, b.err);
+
+	/* Without __WNOTHREAD it sees what its group sees. */
+	b.flags &= ~__WNOTHREAD;
+	memset(&b.si, 0, sizeof(b.si));
+	ASSERT_EQ(0, pthread_create(&th, NULL, bystander_main, &b));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_REPORT(b.ret, b.si, attach_stop(c), "third thread P_ALL");
+
+	ASSERT_EQ(0, kill(c, SIGKILL));
+	EXPECT_EQ(c, waitpid(c, &st, __WALL));
+	tracer_stop(&t);
+}
+
+/*
+ * C dies while B traces it: A, waiting for its own children only, reaps
+ * it (it would wait for a tracer in another process to reap it first).
+ */
+TEST(traced_zombie_reaped_by_nothread_parent)
+{
+	struct gate g;
+	struct tracer t = { 0 };
+	siginfo_t si;
+	pid_t c;
+
+	ASSERT_EQ(0, gate_init(&g));
+	c = spawn_gated(&g, 0);
+	ASSERT_GT(c, 0);
+	ASSERT_EQ(0, tracer_start(&t, c, false));
+	ASSERT_EQ(0, kill(c, SIGKILL));
+	ASSERT_EQ(0, wait_zombie(c));
+
+	memset(&si, 0, sizeof(si));
+	EXPECT_EQ(0, sys_waitid(P_ALL, 0, &si, WEXITED | WNOHANG |
+				__WNOTHREAD, NULL));
+	EXPECT_EQ(c, si.si_pid);
+	EXPECT_EQ(CLD_KILLED, si.si_code);
+	EXPECT_EQ(SIGKILL, si.si_status);
+	EXPECT_EQ(-1, sys_waitid(P_ALL, 0, &si, WANY | WNOHANG, NULL));
+	EXPECT_EQ(ECHILD, errno);
+	tracer_stop(&t);
+}
+
+TEST_HARNESS_MAIN
