@@ -3,7 +3,7 @@
  * reapbench: time the wait() family with N long-lived children in the way.
  *
  *   reapbench SCENARIO [-n N] [-m M] [-r REPEATS] [-t THREADS] [-i USEC]
- *             [--fork] [--csv] [-v]
+ *             [--fork] [--csv] [--name NAME] [-v] [-- TRACER [ARG...]]
  *
  * N long-lived children are created first, so they sit at the head of the
  * children list (the worst case for a kernel that moves exiting children
@@ -24,6 +24,7 @@
 #include <getopt.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 
@@ -655,6 +656,350 @@ static void scen_mixed(void)
 	kill_reap(lng, o.n);
 }
 
+/* ---- clients: real programs around reapbench (see bench/README.md) ---- */
+
+/*
+ * State and CPU time (user, system; ns) of process @pid, from /proc/PID/stat;
+ * returns the state letter, or 0 when the process is gone. The kernel
+ * counts CPU time in ticks (4 ms at HZ=250), so it means something only
+ * over many ticks; it tells a client's own work (user) from the kernel's
+ * (system, where wait() walks its lists).
+ */
+static char proc_stat(pid_t pid, uint64_t *user, uint64_t *sys)
+{
+	unsigned long long ut, st;
+	long hz = sysconf(_SC_CLK_TCK);
+	char path[64], buf[1024], *p, state;
+	ssize_t len;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return 0;
+	buf[len] = 0;
+	p = strrchr(buf, ')'); /* the command name may hold anything */
+	if (!p || sscanf(p + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+			 "%llu %llu", &state, &ut, &st) != 3)
+		return 0;
+	if (user)
+		*user = ut * (1000000000ull / hz);
+	if (sys)
+		*sys = st * (1000000000ull / hz);
+	return state;
+}
+
+static void report_cpu(long m, uint64_t t0, uint64_t t1, const uint64_t c0[2],
+		       const uint64_t c1[2])
+{
+	printf("%s,%ld,%ld,%llu,%llu,%llu,%llu\n", o.scen, o.n, m,
+	       (unsigned long long)(t1 - t0),
+	       (unsigned long long)((t1 - t0) / (m ? m : 1)),
+	       (unsigned long long)((c1[0] - c0[0]) / (m ? m : 1)),
+	       (unsigned long long)((c1[1] - c0[1]) / (m ? m : 1)));
+	fflush(stdout);
+}
+
+/*
+ * orphans: the workload of a real init (tini, dumb-init, catatonit) that is
+ * pid 1 of a new pid namespace, run as its only child:
+ *
+ *   unshare -fp --mount-proc tini -- reapbench orphans -n N -m M
+ *
+ * N long-lived processes are orphaned first (their parent exits), so the
+ * init adopts them at the head of its children list, behind only us. Each
+ * repeat then orphans M gated children behind them, opens the gate, and
+ * times until the init has reaped all M with its own loop. Timed: from the
+ * burst of exits until the last one is reaped (as reenact).
+ *
+ * The observer must not cost O(N) per check (/proc scans do), nor take the
+ * CPU from the init. It holds a pidfd per child in an epoll set that asks
+ * for nothing but EPOLLHUP: an exit wakes pidfd waiters with the key
+ * EPOLLIN, which epoll filters out; the reap (detach_pid()) wakes them with
+ * no key, and pidfd_poll() then says EPOLLHUP. So it wakes at most once per
+ * reap, at O(1) cost, the same on every kernel. And it runs SCHED_IDLE
+ * (weight 3 against 1024), so with one CPU it runs only when the init and
+ * the children are asleep: the clock stops when the init has finished its
+ * reaping loop, including the last WNOHANG poll that finds nothing.
+ * Extra columns: the init's user and system CPU time per reaped child.
+ */
+static void scen_orphans(void)
+{
+	struct sched_param sp = { 0 };
+	struct stackpool pool;
+	struct epoll_event ev, *evs = xcalloc(o.m, sizeof(*evs));
+	struct rlimit rl;
+	pid_t *sht = xcalloc(o.m, sizeof(*sht)), pid;
+	int *pfd = xcalloc(o.m, sizeof(*pfd)), gate[2], back[2], ep, r, k;
+	uint64_t t0, t1, c0[2], c1[2];
+	long i, got;
+
+	if (getpid() == 1 || getppid() != 1) {
+		errno = EINVAL;
+		die("orphans: run me as the only child of a pid namespace's "
+		    "init (unshare -fp --mount-proc tini -- reapbench orphans)");
+	}
+	/* One pidfd per child of a burst. */
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		die("getrlimit");
+	if (rl.rlim_cur < (rlim_t)o.m + 64) {
+		rl.rlim_cur = o.m + 64;
+		if (rl.rlim_max < rl.rlim_cur)
+			rl.rlim_max = rl.rlim_cur;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			die("RLIMIT_NOFILE %ld", o.m + 64);
+	}
+	/* The N: a child makes them and exits, and the init adopts them. */
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) {
+		pid_t *lng = xcalloc(o.n, sizeof(*lng));
+
+		g_orphans = 1;
+		pool_init(&pool, o.n);
+		make_sleepers(lng, o.n, &pool);
+		_exit(0);
+	}
+	if (waitpid(pid, NULL, 0) != pid)
+		die("waitpid");
+	/* Children we make from now on run SCHED_OTHER again. */
+	if (sched_setscheduler(0, SCHED_IDLE | SCHED_RESET_ON_FORK, &sp))
+		die("sched_setscheduler(SCHED_IDLE)");
+	header(",init_user_ns,init_sys_ns");
+	for (r = 0; r < o.reps; r++) {
+		if (pipe(gate) || pipe(back))
+			die("pipe");
+		pid = fork();
+		if (pid < 0)
+			die("fork");
+		if (pid == 0) {
+			close(back[0]);
+			pool_init(&pool, o.m);
+			for (i = 0; i < o.m; i++)
+				sht[i] = spawn_child(child_gate, gate_arg(gate),
+						     pool_top(&pool, i), 0);
+			xwrite(back[1], sht, o.m * sizeof(*sht));
+			_exit(0);
+		}
+		close(back[1]);
+		close(gate[0]);
+		xread(back[0], sht, o.m * sizeof(*sht));
+		close(back[0]);
+		/* Once their parent is reaped, the M are the init's. */
+		if (waitpid(pid, NULL, 0) != pid)
+			die("waitpid");
+		ep = epoll_create1(EPOLL_CLOEXEC);
+		if (ep < 0)
+			die("epoll_create1");
+		for (i = 0; i < o.m; i++) {
+			pfd[i] = syscall(SYS_pidfd_open, sht[i], 0);
+			if (pfd[i] < 0)
+				die("pidfd_open(%d)", sht[i]);
+			/* EPOLLHUP is implied; ONESHOT: report each reap once */
+			ev.events = EPOLLONESHOT;
+			ev.data.u64 = i;
+			if (epoll_ctl(ep, EPOLL_CTL_ADD, pfd[i], &ev))
+				die("epoll_ctl");
+		}
+		/* Every child asleep on the gate, the init idle. */
+		for (i = 0; i < o.m; i++)
+			while (proc_stat(sht[i], NULL, NULL) != 'S')
+				sched_yield();
+		proc_stat(1, &c0[0], &c0[1]);
+		t0 = now_ns();
+		close(gate[1]);
+		for (got = 0; got < o.m; got += k) {
+			k = epoll_wait(ep, evs, o.m, 600 * 1000);
+			if (k < 0 && errno == EINTR)
+				k = 0;
+			else if (k <= 0)
+				die("the init reaped %ld of %ld orphans", got, o.m);
+		}
+		t1 = now_ns();
+		proc_stat(1, &c1[0], &c1[1]);
+		report_cpu(o.m, t0, t1, c0, c1);
+		for (i = 0; i < o.m; i++)
+			close(pfd[i]);
+		close(ep);
+	}
+	/* The N die with the namespace when the init follows us. */
+}
+
+/*
+ * spawn: a process holding N children starts M short jobs one after the
+ * other and reaps each by pid, followed by a tracer (strace -f). A job is
+ * what glibc's posix_spawn() makes, a clone(CLONE_VM|CLONE_VFORK), minus
+ * the exec: fork() itself grows with N on every kernel (forkwait in
+ * docs/results.md). And waitpid(pid) looks the job up by pid, so whatever
+ * grows with N is the tracer's. Extra columns: the tracer's user and
+ * system CPU time per job.
+ *
+ * The tracer is either our tracer already (strace -f reapbench spawn) or
+ * the command after "--", started once the N exist with "-p PID,..." for
+ * them and for us appended (strace -f -p). The second holds the same N+1
+ * tracees and follows the jobs the same way, without seeing the N start
+ * and die: on a stock kernel each of those events costs the tracer O(N),
+ * O(N^2) in all, minutes of TCG at N = 10,000 before the clock starts.
+ */
+static int job_exit(void *arg)
+{
+	(void)arg;
+	syscall(SYS_exit_group, 0);
+	return 0;
+}
+
+/* State letter and TracerPid of process @pid; state 0 if it is gone. */
+static char proc_status(pid_t pid, pid_t *tracer)
+{
+	char path[64], line[256], state = 0;
+	int tp = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "State: %c", &state) == 1)
+			continue;
+		else if (sscanf(line, "TracerPid: %d", &tp) == 1)
+			break;
+	if (f)
+		fclose(f);
+	if (tracer)
+		*tracer = tp;
+	return state;
+}
+
+/* Run @cmd with "-p PID,PID,..." for @pids and ourselves appended. */
+static pid_t start_tracer(char **cmd, const pid_t *pids, long n)
+{
+	enum { PER_ARG = 4096 }; /* pids per -p: far below MAX_ARG_STRLEN */
+	long ncmd = 0, nargs, a, i, k;
+	char **argv, *buf;
+	pid_t pid;
+
+	while (cmd[ncmd])
+		ncmd++;
+	nargs = ncmd + 2 * (n / PER_ARG + 2) + 1;
+	argv = xcalloc(nargs, sizeof(*argv));
+	buf = xcalloc(n + 1, 12);
+	memcpy(argv, cmd, ncmd * sizeof(*argv));
+	a = ncmd;
+	for (i = 0; i < n; i += PER_ARG) {
+		argv[a++] = "-p";
+		argv[a++] = buf;
+		for (k = i; k < n && k < i + PER_ARG; k++)
+			buf += sprintf(buf, "%s%d", k > i ? "," : "", pids[k]);
+		buf++;
+	}
+	argv[a++] = "-p";
+	sprintf(buf, "%d", (int)getpid());
+	argv[a++] = buf;
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) {
+		execvp(argv[0], argv);
+		die("exec %s", argv[0]);
+	}
+	free(argv);
+	return pid;
+}
+
+/*
+ * In an untraced child: wait until @pids and our parent are all traced and
+ * asleep again, i.e. the tracer has attached and is idle.
+ */
+static void wait_attached(const pid_t *pids, long n)
+{
+	pid_t parent = getppid(), tracer;
+	uint64_t give_up = now_ns() + 600 * 1000000000ull;
+	long i;
+
+	for (i = -1; i < n; i++)
+		while (proc_status(i < 0 ? parent : pids[i], &tracer) != 'S' ||
+		       !tracer) {
+			if (now_ns() > give_up)
+				_exit(1);
+			usleep(1000);
+		}
+	_exit(0);
+}
+
+static void spawn_jobs(long m, char *stack_top)
+{
+	long i;
+	pid_t pid;
+	int st;
+
+	for (i = 0; i < m; i++) {
+		pid = clone(job_exit, stack_top, CLONE_VM | CLONE_VFORK |
+			    SIGCHLD, NULL);
+		if (pid < 0)
+			die("clone(CLONE_VFORK)");
+		if (waitpid(pid, &st, 0) != pid)
+			die("waitpid(job)");
+	}
+}
+
+static void scen_spawn(char **tracer_cmd)
+{
+	size_t stk = 64 * 1024;
+	char *stack = mmap(NULL, stk, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	pid_t *lng = xcalloc(o.n, sizeof(*lng)), tracer = 0, checker;
+	uint64_t t0, t1, c0[2] = { 0, 0 }, c1[2] = { 0, 0 };
+	struct stackpool lp;
+	int r, st;
+
+	if (stack == MAP_FAILED)
+		die("mmap");
+	pool_init(&lp, o.n);
+	make_sleepers(lng, o.n, &lp);
+	proc_status(getpid(), &tracer);
+	if (tracer_cmd) {
+		if (tracer)
+			die("spawn: already traced, no tracer to start");
+		t0 = now_ns();
+		checker = fork();
+		if (checker < 0)
+			die("fork");
+		if (checker == 0)
+			wait_attached(lng, o.n);
+		tracer = start_tracer(tracer_cmd, lng, o.n);
+		if (waitpid(checker, &st, 0) != checker || st != 0) {
+			errno = ETIMEDOUT;
+			die("spawn: %s did not attach", tracer_cmd[0]);
+		}
+		printf("# %s: attached to %ld processes in %.0f ms\n", o.scen,
+		       o.n + 1, (now_ns() - t0) / 1e6);
+	}
+	/* Untimed: a tracer's first jobs allocate its per-tracee state. */
+	spawn_jobs(o.m, stack + stk);
+	header(",tracer_user_ns,tracer_sys_ns");
+	for (r = 0; r < o.reps; r++) {
+		if (tracer)
+			proc_stat(tracer, &c0[0], &c0[1]);
+		t0 = now_ns();
+		spawn_jobs(o.m, stack + stk);
+		t1 = now_ns();
+		if (tracer)
+			proc_stat(tracer, &c1[0], &c1[1]);
+		report_cpu(o.m, t0, t1, c0, c1);
+	}
+	if (tracer_cmd) {
+		/* strace detaches on SIGTERM (by pid, O(1) each), then exits */
+		kill(tracer, SIGTERM);
+		if (waitpid(tracer, &st, 0) != tracer)
+			die("waitpid(tracer)");
+	}
+	kill_reap(lng, o.n);
+}
+
 /* ---- mem: memory and time it takes to create N long-lived children ---- */
 
 static long meminfo_kib(const char *field)
@@ -726,6 +1071,8 @@ static const struct {
 	{ "pidns", 1000, 0, "kill a pid ns init of N processes, reap it" },
 	{ "forkwait", 0, 1000, "fork + _exit + waitpid(pid), M times" },
 	{ "mixed", 1000, 1000, "N services + M short jobs: reap latency" },
+	{ "orphans", 1000, 512, "child of a pid ns init: time its reaping of M" },
+	{ "spawn", 1000, 100, "vfork-like job + waitpid(pid) x M [-- TRACER]" },
 	{ "mem", 1000, 0, "KiB of memory per long-lived child (meminfo)" },
 };
 
@@ -735,7 +1082,9 @@ static void usage(void)
 
 	fprintf(stderr,
 		"usage: reapbench SCENARIO [-n N] [-m M] [-r REPEATS] [--csv]\n"
-		"       [--fork] [-t THREADS] [-i INTERVAL_US] [-v]\n"
+		"       [--fork] [-t THREADS] [-i INTERVAL_US] [-v] [--name NAME]\n"
+		"       [-- TRACER [ARG...]]   (spawn only: run TRACER ARG...\n"
+		"                              -p PID,... on the N and on us)\n"
 		"  -n N        long-lived children, created first\n"
 		"  -m M        timed operations per repeat\n"
 		"  -r REPEATS  lines of output (default 3)\n"
@@ -745,6 +1094,8 @@ static void usage(void)
 		"  -i USEC     job interval for 'mixed' (default 100)\n"
 		"  -v          'mixed': print the zombie backlog over time\n"
 		"  --csv       print a header line\n"
+		"  --name NAME print NAME instead of SCENARIO in the output\n"
+		"              (e.g. the client that runs it: tini, strace)\n"
 		"scenarios (default N, M):\n");
 	for (i = 0; i < sizeof(scens) / sizeof(scens[0]); i++)
 		fprintf(stderr, "  %-10s %5ld %5ld  %s\n", scens[i].name,
@@ -758,16 +1109,18 @@ int main(int argc, char **argv)
 		{ "csv", no_argument, NULL, 'c' },
 		{ "fork", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "name", required_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
 	size_t s, ns = sizeof(scens) / sizeof(scens[0]);
 	int c, m_set = 0;
+	const char *scen;
 
 	if (argc < 2 || argv[1][0] == '-')
 		usage();
-	o.scen = argv[1];
+	scen = o.scen = argv[1];
 	for (s = 0; s < ns; s++)
-		if (!strcmp(scens[s].name, o.scen))
+		if (!strcmp(scens[s].name, scen))
 			break;
 	if (s == ns)
 		usage();
@@ -785,10 +1138,12 @@ int main(int argc, char **argv)
 		case 'v': o.verbose = 1; break;
 		case 'c': o.csv = 1; break;
 		case 'f': g_use_fork = 1; break;
+		case 'L': o.scen = optarg; break;
 		default: usage();
 		}
 	}
-	if (optind != argc)
+	/* Only spawn takes a command: the tracer to start. */
+	if (optind != argc && strcmp(scen, "spawn"))
 		usage();
 	if (!o.n_set)
 		o.n = scens[s].n;
@@ -802,29 +1157,33 @@ int main(int argc, char **argv)
 	/* Default SIGCHLD disposition: zombies must stay for us to reap. */
 	signal(SIGCHLD, SIG_DFL);
 
-	if (!strcmp(o.scen, "burst"))
+	if (!strcmp(scen, "burst"))
 		scen_reap(REAP_WAIT);
-	else if (!strcmp(o.scen, "peek"))
+	else if (!strcmp(scen, "peek"))
 		scen_reap(REAP_PEEK);
-	else if (!strcmp(o.scen, "pgrp"))
+	else if (!strcmp(scen, "pgrp"))
 		scen_reap(REAP_PGRP);
-	else if (!strcmp(o.scen, "empty"))
+	else if (!strcmp(scen, "empty"))
 		scen_empty();
-	else if (!strcmp(o.scen, "stopped"))
+	else if (!strcmp(scen, "stopped"))
 		scen_stopcont(0);
-	else if (!strcmp(o.scen, "continued"))
+	else if (!strcmp(scen, "continued"))
 		scen_stopcont(1);
-	else if (!strcmp(o.scen, "ptrace"))
+	else if (!strcmp(scen, "ptrace"))
 		scen_ptrace();
-	else if (!strcmp(o.scen, "threads"))
+	else if (!strcmp(scen, "threads"))
 		scen_threads();
-	else if (!strcmp(o.scen, "pidns"))
+	else if (!strcmp(scen, "pidns"))
 		scen_pidns();
-	else if (!strcmp(o.scen, "forkwait"))
+	else if (!strcmp(scen, "forkwait"))
 		scen_forkwait();
-	else if (!strcmp(o.scen, "mixed"))
+	else if (!strcmp(scen, "mixed"))
 		scen_mixed();
-	else if (!strcmp(o.scen, "mem"))
+	else if (!strcmp(scen, "orphans"))
+		scen_orphans();
+	else if (!strcmp(scen, "spawn"))
+		scen_spawn(optind < argc ? argv + optind : NULL);
+	else if (!strcmp(scen, "mem"))
 		scen_mem();
 	return 0;
 }

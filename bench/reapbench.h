@@ -40,6 +40,11 @@
 #define CHILD_STACK (16 * 1024)
 
 static int g_use_fork; /* --fork: real fork() children instead of clones */
+/*
+ * Long-lived children made while this is set outlive their parent: they are
+ * meant to be orphaned and adopted by an init, which then holds them.
+ */
+static int g_orphans;
 
 static inline uint64_t now_ns(void)
 {
@@ -200,14 +205,16 @@ static inline pid_t spawn_child(int (*fn)(void *), void *arg, void *stack_top,
 /*
  * Long-lived child: sleeps until killed (stop/continue do not end it). It
  * closes its copies of the parent's files, so it holds no pipe open, and
- * dies with the thread that created it.
+ * dies with the thread that created it, unless g_orphans is set (then the
+ * init that adopts it kills it when its pid namespace ends).
  */
 static inline int child_sleep(void *arg)
 {
 	(void)arg;
 	syscall(SYS_close_range, 0, ~0U, 0);
 	/* Do not outlive a benchmark that dies half-way. */
-	syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (!g_orphans)
+		syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	for (;;)
 		syscall(SYS_ppoll, NULL, 0, NULL, NULL, 0);
 	return 0;
