@@ -7,6 +7,9 @@ inside the guest, and writes, under --out (default results/):
   bench-<stamp>.md           medians, variant(N)/variant(0), stock/variant
   bench-<stamp>-<scenario>.png   ns per operation against N, log-log
 
+Besides reapbench's own scenarios, tini, dumb-init, catatonit and strace run
+Debian's binaries of those programs around reapbench (CLIENTS below).
+
 Rounds interleave the variants (stock, seed, fastreap, stock, ...), so slow
 drift of the host hits all of them alike.  The default clock is guest time
 under TCG -icount (one instruction per nanosecond): it counts instructions,
@@ -18,6 +21,7 @@ wall time of every boot is recorded either way.
 import argparse
 import csv
 import json
+import shlex
 import statistics
 import subprocess
 import time
@@ -27,11 +31,27 @@ import workbench
 from check import compile_c
 from workbench import REPO, Error
 
+# Real programs, Debian's binaries run unmodified in the guest, with
+# reapbench as their workload: scenario -> (package, command line before
+# reapbench, reapbench scenario, arguments after it).  The inits are pid 1
+# of a new pid namespace and reap what reapbench orphans; strace attaches
+# to reapbench and its N children and follows its jobs.  bench/README.md.
+NEW_PIDNS = ["unshare", "--fork", "--pid", "--mount-proc"]
+CLIENTS = {
+    "tini": ("tini", [*NEW_PIDNS, "tini", "--"], "orphans", []),
+    "dumb-init": ("dumb-init", [*NEW_PIDNS, "dumb-init"], "orphans", []),
+    "catatonit": ("catatonit", [*NEW_PIDNS, "catatonit", "--"], "orphans",
+                  []),
+    "strace": ("strace", [], "spawn",
+               ["--", "strace", "-f", "-q", "-o", "/dev/null"]),
+}
 SCENARIOS = ["burst", "empty", "peek", "pgrp", "stopped", "continued",
-             "ptrace", "threads", "pidns", "forkwait", "mixed"]
+             "ptrace", "threads", "pidns", "forkwait", "mixed", *CLIENTS]
 # Operations timed per sample.  Under -icount one sample is exact, so M
 # only has to be large enough to average over the per-reap variation.
-OPS = {"empty": 200, "forkwait": 200, "mixed": 200}
+# The inits get a burst of 512 exits, like the demo.
+OPS = {"empty": 200, "forkwait": 200, "mixed": 200, "tini": 512,
+       "dumb-init": 512, "catatonit": 512, "strace": 100}
 DEFAULT_OPS = 50
 SIZES = [0, 1000, 10000, 100000]
 QUICK = {"sizes": [0, 1000], "scenarios": ["burst", "empty", "forkwait"],
@@ -95,13 +115,22 @@ def parse_args(argv):
     return a
 
 
+def guest_command(binary, scenario, n, m, repeats):
+    args = ["-n", str(n), "-m", str(m), "-r", str(repeats)]
+    if scenario not in CLIENTS:
+        return [str(binary), scenario, *args]
+    _, before, workload, after = CLIENTS[scenario]
+    return [*before, str(binary), workload, "--name", scenario, *args,
+            *after]
+
+
 def guest_script(binary, a):
     lines = []
     for scenario in a.scenarios:
         for n in a.sizes:
-            m = OPS.get(scenario, DEFAULT_OPS)
-            lines.append(f"echo '# {scenario} n={n}'; {binary} {scenario} "
-                         f"-n {n} -m {m} -r {a.repeats} || "
+            cmd = guest_command(binary, scenario, n,
+                                OPS.get(scenario, DEFAULT_OPS), a.repeats)
+            lines.append(f"echo '# {scenario} n={n}'; {shlex.join(cmd)} || "
                          f"echo '# FAILED {scenario} n={n} status='$?")
     return "\n".join(lines)
 
@@ -119,9 +148,16 @@ def run_round(variant, binary, a, rnd, writer, info):
     if rc != 0 or failed:
         raise Error(f"bench on {variant} failed (status {rc}; "
                     f"{failed[0] if failed else ''}; see {rundir})")
-    build = json.loads((workbench.build(variant) / "build-info.json")
-                       .read_text())
-    info.setdefault("kernels", {})[build["variant"]] = build["kernelrelease"]
+    # The image this boot used: the run must compare the images it started
+    # with, though patches/ may change under a long run (others edit them).
+    image = Path(json.loads((rundir / "run-info.json").read_text())["image"])
+    build = json.loads((image / "build-info.json").read_text())
+    name = workbench.variant_name(variant)
+    if build["key"] != info["images"][name]["image_key"]:
+        raise Error(f"patches of {name} changed during the run (image "
+                    f"{info['images'][name]['image_key']} became "
+                    f"{build['key']}); start again")
+    info.setdefault("kernels", {})[name] = build["kernelrelease"]
     info.setdefault("boots", []).append(
         {"variant": variant, "round": rnd, "host_wall_s": round(wall, 1),
          "rundir": str(rundir)})
@@ -151,6 +187,9 @@ def report(csv_path, a, info):
     md = [f"# wait() benchmarks, {info['date']}", "",
           f"- source: {info['source']}; kernels: "
           + ", ".join(f"{v} {k}" for v, k in info["kernels"].items()),
+          "- images (variant: image key, patches hash): "
+          + ", ".join(f"{v}: {i['image_key']}, {i['patches_hash']}"
+                      for v, i in info.get("images", {}).items()),
           f"- machine: {info['host']}; guest: {a.smp} vCPUs, "
           f"{guest_mem(max(a.sizes))} memory",
           f"- clock: {info['clock_text']}",
@@ -228,7 +267,8 @@ def main(args):
     a = parse_args(args.args)
     if a.render:
         return render(a)
-    workbench.ensure_packages("build", "run", extra=["gnuplot-nox"])
+    workbench.ensure_packages("build", "run", extra=["gnuplot-nox"] + [
+        CLIENTS[s][0] for s in a.scenarios if s in CLIENTS])
     binary = compile_c(REPO / "bench" / "reapbench.c")
     out = Path(a.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -244,8 +284,18 @@ def main(args):
                           "1 ns, single-threaded TCG)" if a.clock == "icount"
             else "guest CLOCK_MONOTONIC under multi-threaded TCG (real "
                  "time; can vary 2x between boots)"}
+    # What each image is built from: the patches' hash (sha256 of the
+    # series, part of the image key) is taken right after the build, and
+    # every boot is checked against the image key.
+    info["images"] = {}
     for v in a.variants:
-        print(f"kernel {v}: {workbench.build(v, 'fast')}", flush=True)
+        img = workbench.build(v, "fast")
+        print(f"kernel {v}: {img}", flush=True)
+        build = json.loads((img / "build-info.json").read_text())
+        info["images"][workbench.variant_name(v)] = {
+            "image_key": build["key"], "patches": build["patches"],
+            "patches_hash": workbench.patches_hash(v)
+            if workbench.image_key(v, "fast") == build["key"] else "changed"}
     print(f"bench: {len(a.variants)} variants x {a.rounds} rounds; "
           f"scenarios {','.join(a.scenarios)}; N in {a.sizes}; clock "
           f"{a.clock}", flush=True)
