@@ -8,6 +8,7 @@ kernel splat, a timeout or a failed boot fails the whole boot.
 
 import os
 import re
+import resource
 import shlex
 import subprocess
 import sys
@@ -62,13 +63,17 @@ def compile_c(src, flags=(), name=None):
     return out
 
 
+def selftests_dir():
+    return CACHE / "selftests" / workbench.digest(
+        workbench.source_version(), *SELFTEST_TARGETS)
+
+
 def selftests():
     """The tree's own process-lifetime selftests, installed once."""
-    stock = workbench.stock_tree()
-    dest = CACHE / "selftests" / workbench.digest(
-        workbench.source_version(), *SELFTEST_TARGETS)
+    dest = selftests_dir()
     if (dest / "run_kselftest.sh").exists():
         return dest
+    stock = workbench.stock_tree()
     say("building in-tree selftests: " + " ".join(SELFTEST_TARGETS))
     log = dest.with_suffix(".log")
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -260,17 +265,29 @@ def group_selftests(tally, variant):
               per_test_timeout=1200)
 
 
+# Seconds of proctree_stress, and of each stress-ng stressor, per flavor.
+# The stress programs run for a fixed wall time, so this is most of the
+# group's time.  On debug the stressors run half as long: its checkers
+# report a bad lock order or access the first time a path is taken, and
+# the budget of a cold CI run (README, "Time budget") has no room for
+# more; proctree_stress, which targets the paths the series changes, keeps
+# its full minute.
+STRESS_SECONDS = {"fast": (60, 20), "debug": (60, 10)}
+
+
 def group_stress(tally, variant, flavor):
     src = REPO / "tests/stress/proctree_stress.c"
+    proctree, stressor = STRESS_SECONDS[flavor]
     tests = []
     if src.exists():
-        tests.append(("proctree_stress", [compile_c(src), "--seconds", "60"]))
+        tests.append(("proctree_stress",
+                      [compile_c(src), "--seconds", str(proctree)]))
     have = subprocess.run(["stress-ng", "--stressors"], capture_output=True,
                           text=True).stdout.split()
     for s in STRESS_NG_STRESSORS:
         if s in have:
             tests.append((f"stress-ng-{s}", [
-                "stress-ng", f"--{s}", "2", "--timeout", "20s",
+                "stress-ng", f"--{s}", "2", "--timeout", f"{stressor}s",
                 "--temp-path", "/tmp", "--metrics-brief"]))
     run_group(tally, variant, flavor, "stress", tests, timeout=1800,
               mem="3G")
@@ -296,6 +313,140 @@ GROUPS = {
 }
 
 
+# --- the plan and its time budget -------------------------------------------
+
+# Minutes on 2 cores (README, "Time budget").  Builds are cold: no image
+# and an empty ccache, as measured on a fresh 2-core machine.  A variant's
+# build after stock's of the same flavor reuses stock's objects from
+# ccache: if its patches touch a header most of the tree still recompiles
+# (fastreap changes include/linux/sched.h: 7 minutes instead of 8),
+# otherwise only their files do.
+BUILD_MINUTES = {"fast": 8, "debug": 15}
+HEADER_REBUILD = 7 / 8
+SMALL_REBUILD_MINUTES = 2
+UNPACK_MINUTES = 1.5              # linux-source into a git repo: 1.1
+SELFTESTS_BUILD_MINUTES = 1       # measured 0.9
+BINARIES_MINUTES = 0.5            # the static test programs: 0.5
+# One boot of each group on a cached kernel, programs built: the wall time
+# of stock/fast on the shared 2-core machine while other jobs ran (load
+# average 7-9; the guest got about one core), a little rounded up.
+# Stress is a fixed wall time (STRESS_SECONDS).  Debug stress is an
+# estimate, not a measurement: 140 s of programs plus a boot and teardown
+# several times slower than fast's.
+GROUP_MINUTES = {("smoke", "fast"): 0.3, ("runner", "fast"): 1.5,
+                 ("wait", "fast"): 2.3, ("selftests", "fast"): 3.3,
+                 ("kmod", "fast"): 0.4, ("stress", "fast"): 3.8,
+                 ("stress", "debug"): 4.5}
+
+
+def wants_debug(args, variant):
+    """Whether VARIANT's stress group runs on the debug flavor too.
+
+    The debug flavor (lockdep, KASAN, list and object debugging) exists to
+    catch splats in the patched code.  Stock's semantics are the oracle
+    and come from its fast kernel; a stock debug kernel would only show
+    that Debian's tree has no splat, for 15 minutes of build on 2 cores,
+    so it is opt-in (--stock-debug).
+    """
+    if args.no_debug:
+        return False
+    return workbench.variant_name(variant) != "stock" or args.stock_debug
+
+
+def touches_headers(variant):
+    """Whether VARIANT's patches change a header (most of the tree then
+    recompiles, whatever ccache holds)."""
+    for patch in workbench.variant_patches(variant):
+        for line in patch.read_text(errors="replace").splitlines():
+            m = re.match(r"diff --git a/(\S+) ", line)
+            if m and m.group(1).endswith(".h"):
+                return True
+    return False
+
+
+def minutes_text(minutes):
+    return f"{minutes:.1f}" if minutes < 2 else f"{minutes:.0f}"
+
+
+def plan(args, variants, groups):
+    """The boots to make and the kernels they need, with an estimate.
+
+    Prints which kernels are cached and which must be built, and the
+    minutes expected; returns the kernels [(variant, flavor)] and those
+    minutes.
+    """
+    boots, kernels = [], []
+    for v in variants:
+        stock = workbench.variant_name(v) == "stock"
+        fast = [g for g in groups if g != "runner" or stock]
+        debug = ["stress"] if "stress" in groups and wants_debug(args, v) \
+            else []
+        for flavor, gs in (("fast", fast), ("debug", debug)):
+            if gs:
+                boots.append((v, flavor, gs))
+                kernels.append((v, flavor))
+    built = {f for v, f in kernels if workbench.variant_name(v) == "stock"}
+    cpus = os.cpu_count() or 1
+    scale = 2 / cpus          # builds use every core; guests do not
+    build_min = 0.0
+    lines = []
+    stock_tree = workbench.source_dir() / "trees" / "stock"
+    if not (stock_tree / ".git").exists():
+        build_min += UNPACK_MINUTES
+        lines.append(f"  unpack {workbench.SOURCE_PACKAGE:22} "
+                     f"~{minutes_text(UNPACK_MINUTES)} min")
+    for v, f in kernels:
+        name = f"{workbench.variant_name(v)}/{f}"
+        img = workbench.cached_image(v, f)
+        if img:
+            lines.append(f"  kernel {name:22} cached")
+            continue
+        stock = workbench.variant_name(v) == "stock"
+        if stock or f not in built:
+            minutes = BUILD_MINUTES[f]
+        elif touches_headers(v):
+            minutes = BUILD_MINUTES[f] * HEADER_REBUILD
+        else:
+            minutes = SMALL_REBUILD_MINUTES
+        minutes *= scale
+        build_min += minutes
+        lines.append(f"  kernel {name:22} to build, "
+                     f"~{minutes_text(minutes)} min (cold ccache)")
+    if not (CACHE / "bin").is_dir():
+        build_min += BINARIES_MINUTES
+        lines.append(f"  {'test programs':29} to build, "
+                     f"~{minutes_text(BINARIES_MINUTES)} min")
+    if "selftests" in groups:
+        dest = selftests_dir()
+        if (dest / "run_kselftest.sh").exists():
+            lines.append(f"  {'in-tree selftests':29} cached")
+        else:
+            build_min += SELFTESTS_BUILD_MINUTES * scale
+            lines.append(f"  {'in-tree selftests':29} to build, "
+                         f"~{minutes_text(SELFTESTS_BUILD_MINUTES * scale)} "
+                         "min")
+    test_min = 0.0
+    for v, f, gs in boots:
+        minutes = sum(GROUP_MINUTES[(g, f)] for g in gs)
+        test_min += minutes
+        lines.append(f"  tests  {workbench.variant_name(v) + '/' + f:22} "
+                     f"~{minutes_text(minutes)} min: {', '.join(gs)}")
+    print(f"[{time.strftime('%H:%M:%S')}] plan (FASTREAP_CACHE="
+          f"{CACHE}):", flush=True)
+    print("\n".join(lines))
+    print(f"  expected: ~{build_min:.0f} min of builds + ~{test_min:.0f} "
+          f"min of tests = ~{build_min + test_min:.0f} min on {cpus} "
+          f"core(s); longer while other jobs share them", flush=True)
+    return kernels, build_min + test_min
+
+
+def cpu_seconds():
+    """User and system time of this process and its finished children."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def main(args):
     workbench.ensure_packages("build", "run",
                               extra=["stress-ng", "strace", "gnuplot-nox"])
@@ -308,16 +459,24 @@ def main(args):
     t0 = time.time()
     for v in variants:
         workbench.variant_patch_dir(v)      # unknown variants fail early
-    for v in variants:
-        for flavor in ["fast"] + ([] if args.no_debug else ["debug"]):
-            if "stress" in groups or flavor == "fast":
-                print(f"[{time.strftime('%H:%M:%S')}] kernel "
-                      f"{v}/{flavor}: {workbench.build(v, flavor)}",
-                      flush=True)
+    kernels, expected = plan(args, variants, groups)
+    if args.plan:
+        return 0
+    for v, flavor in kernels:
+        print(f"[{time.strftime('%H:%M:%S')}] kernel "
+              f"{v}/{flavor}: {workbench.build(v, flavor)}", flush=True)
     tally = Tally()
     for g in groups:
         for v in variants:
-            GROUPS[g](tally, v, not args.no_debug)
+            t1, cpu1 = time.time(), cpu_seconds()
+            GROUPS[g](tally, v, wants_debug(args, v))
+            # Wall and CPU time per group, to keep GROUP_MINUTES honest:
+            # wall time grows with whatever else runs on the machine, CPU
+            # time (QEMU's and the compilers') much less.
+            print(f"[{time.strftime('%H:%M:%S')}] {g} on "
+                  f"{workbench.variant_name(v)}: "
+                  f"{(time.time() - t1) / 60:.1f} min wall, "
+                  f"{(cpu_seconds() - cpu1) / 60:.1f} CPU-min", flush=True)
     print()
     print(f"{'variant':10} {'flavor':6} {'group':10} passed failed skipped")
     names = [workbench.variant_name(v) for v in variants]
@@ -329,7 +488,7 @@ def main(args):
               f"{tally.count('fail', variant=v, flavor=f, group=g):6} "
               f"{tally.count('skip', variant=v, flavor=f, group=g):7}")
     print(f"source {workbench.source_version()}, "
-          f"{time.time() - t0:.0f}s wall")
+          f"{time.time() - t0:.0f}s wall (plan: ~{expected * 60:.0f}s)")
     passed, failed = tally.count("pass"), tally.count("fail")
     print(f"{passed} passed, {failed} failed, {tally.count('skip')} skipped")
     return 1 if failed else 0
