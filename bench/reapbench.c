@@ -79,11 +79,123 @@ static void expect_pid(pid_t pid, const char *what)
 		die("%s returned %d", what, pid);
 }
 
-/* ---- burst, peek, pgrp: reap M zombies behind N live children ---- */
+static void xwrite(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	ssize_t w;
+
+	while (len) {
+		w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			die("write");
+		p += w;
+		len -= w;
+	}
+}
+
+static void xread(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	ssize_t r;
+
+	while (len) {
+		r = read(fd, p, len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			die("read");
+		p += r;
+		len -= r;
+	}
+}
+
+/* ---- what the N long-lived children are doing meanwhile ---- */
+
+/*
+ * Each kind has nothing to report to the timed waits: live children, and
+ * children whose report the timed wait cannot take (a stop without
+ * WUNTRACED, a continue without WCONTINUED, a clone child's exit without
+ * __WCLONE, another process group's exit for waitpid(0)).
+ */
+enum idle {
+	IDLE_LIVE,		/* sleeping */
+	IDLE_OTHER_PGRP,	/* sleeping, in a process group of their own */
+	IDLE_STOPPED,		/* stopped by SIGSTOP */
+	IDLE_CONTINUED,		/* stopped, then continued by SIGCONT */
+	IDLE_CLONE_ZOMBIE,	/* exited clone children (exit signal 0) */
+	IDLE_OTHER_PGRP_ZOMBIE,	/* exited, in a process group of their own */
+};
+
+static int child_exit0(void *arg)
+{
+	(void)arg;
+	syscall(SYS_exit_group, 0);
+	return 0;
+}
+
+/* A child whose exit signal is 0: only __WCLONE or __WALL waits see it. */
+static pid_t spawn_clone_child(void *stack_top)
+{
+	pid_t pid;
+
+	if (g_use_fork || !stack_top) {
+		pid = syscall(SYS_clone, 0, NULL, NULL, NULL, 0);
+		if (pid == 0)
+			syscall(SYS_exit_group, 0);
+	} else {
+		pid = clone(child_exit0, stack_top, CLONE_VM, NULL);
+	}
+	if (pid < 0)
+		die("spawning a clone child");
+	return pid;
+}
+
+static void make_idle(pid_t *pids, long n, struct stackpool *pool,
+		      enum idle kind)
+{
+	int gate[2];
+	long i;
+
+	switch (kind) {
+	case IDLE_CLONE_ZOMBIE:
+		for (i = 0; i < n; i++)
+			pids[i] = spawn_clone_child(pool_top(pool, i));
+		wait_ready(pids, n, WEXITED);
+		return;
+	case IDLE_OTHER_PGRP_ZOMBIE:
+		make_gated(pids, n, pool, gate);
+		for (i = 0; i < n; i++)
+			if (setpgid(pids[i], pids[0]))
+				die("setpgid");
+		release_gated(pids, n, gate);
+		return;
+	default:
+		break;
+	}
+	make_sleepers(pids, n, pool);
+	if (kind == IDLE_OTHER_PGRP)
+		for (i = 0; i < n; i++)
+			if (setpgid(pids[i], pids[0]))
+				die("setpgid");
+	if (kind == IDLE_STOPPED || kind == IDLE_CONTINUED) {
+		for (i = 0; i < n; i++)
+			kill(pids[i], SIGSTOP);
+		wait_ready(pids, n, WSTOPPED);
+	}
+	if (kind == IDLE_CONTINUED) {
+		for (i = 0; i < n; i++)
+			kill(pids[i], SIGCONT);
+		wait_ready(pids, n, WCONTINUED);
+	}
+}
+
+/* ---- burst, peek, pgrp, idle-*: reap M zombies behind N idle children ---- */
 
 enum reap_style { REAP_WAIT, REAP_PEEK, REAP_PGRP };
 
-static void scen_reap(enum reap_style style)
+static void scen_reap(enum reap_style style, enum idle idle)
 {
 	pid_t *lng = xcalloc(o.n, sizeof(*lng));
 	pid_t *sht = xcalloc(o.m, sizeof(*sht));
@@ -95,13 +207,7 @@ static void scen_reap(enum reap_style style)
 
 	pool_init(&lp, o.n);
 	pool_init(&sp, o.m);
-	make_sleepers(lng, o.n, &lp);
-	if (style == REAP_PGRP) {
-		/* The long-lived children get a process group of their own. */
-		for (i = 0; i < o.n; i++)
-			if (setpgid(lng[i], lng[0]))
-				die("setpgid");
-	}
+	make_idle(lng, o.n, &lp, idle);
 	header(NULL);
 	for (r = 0; r < o.reps; r++) {
 		make_gated(sht, o.m, &sp, gate);
@@ -130,6 +236,190 @@ static void scen_reap(enum reap_style style)
 		report(o.m, t0, t1);
 	}
 	kill_reap(lng, o.n);
+}
+
+/* ---- nothread: __WNOTHREAD polls while a sibling thread holds N zombies ---- */
+
+struct sibling {
+	pid_t *pids;
+	struct stackpool pool;
+	int ready[2], done[2];
+};
+
+static void *sibling_main(void *arg)
+{
+	struct sibling *sb = arg;
+	char c = 0;
+	long i;
+
+	/* Children of this thread: __WNOTHREAD waits of another skip them. */
+	for (i = 0; i < o.n; i++)
+		sb->pids[i] = spawn_child(child_exit0, NULL,
+					  pool_top(&sb->pool, i), 0);
+	wait_ready(sb->pids, o.n, WEXITED);
+	xwrite(sb->ready[1], &c, 1);
+	/* Stay: the children of an exiting thread go to a sibling. */
+	xread(sb->done[0], &c, 1);
+	return NULL;
+}
+
+static void scen_nothread(void)
+{
+	struct sibling sb = { .pids = xcalloc(o.n, sizeof(pid_t)) };
+	struct stackpool lp;
+	pthread_t th;
+	pid_t own;
+	uint64_t t0, t1;
+	int r, st;
+	long i;
+	char c = 0;
+
+	/* One live child of our own, so that every poll returns 0. */
+	pool_init(&lp, 1);
+	make_sleepers(&own, 1, &lp);
+	pool_init(&sb.pool, o.n);
+	if (pipe(sb.ready) || pipe(sb.done) ||
+	    pthread_create(&th, NULL, sibling_main, &sb))
+		die("sibling thread");
+	xread(sb.ready[0], &c, 1);
+	header(NULL);
+	for (r = 0; r < o.reps; r++) {
+		t0 = now_ns();
+		for (i = 0; i < o.m; i++)
+			if (waitpid(-1, &st, WNOHANG | __WNOTHREAD) != 0)
+				die("waitpid(-1, WNOHANG|__WNOTHREAD) found something");
+		t1 = now_ns();
+		report(o.m, t0, t1);
+	}
+	xwrite(sb.done[1], &c, 1);
+	pthread_join(th, NULL);
+	kill_reap(sb.pids, o.n);
+	kill_reap(&own, 1);
+}
+
+/* ---- pgrp-grandkids: waitpid(0) polls; our child's N children share our group ---- */
+
+static void scen_pgrp_grandkids(void)
+{
+	int ready[2], hold[2];
+	uint64_t t0, t1;
+	pid_t child;
+	int r, st;
+	long i;
+	char c = 0;
+
+	if (pipe(ready) || pipe(hold))
+		die("pipe");
+	child = fork();
+	if (child < 0)
+		die("fork");
+	if (child == 0) {
+		struct stackpool gp;
+		pid_t *gk = xcalloc(o.n, sizeof(pid_t));
+
+		/* They die with us (PR_SET_PDEATHSIG in child_sleep). */
+		pool_init(&gp, o.n);
+		make_sleepers(gk, o.n, &gp);
+		close(hold[1]);
+		xwrite(ready[1], &c, 1);
+		while (read(hold[0], &c, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	close(hold[0]);
+	xread(ready[0], &c, 1);
+	header(NULL);
+	for (r = 0; r < o.reps; r++) {
+		t0 = now_ns();
+		for (i = 0; i < o.m; i++)
+			if (waitpid(0, &st, WNOHANG) != 0)
+				die("waitpid(0, WNOHANG) found something");
+		t1 = now_ns();
+		report(o.m, t0, t1);
+	}
+	kill_reap(&child, 1);
+}
+
+/* ---- threads-stopped: 4 blocked wait(-1) threads reap M among N stopped ---- */
+
+#define WAITERS		4
+#define WAITER_QUIT	42	/* exit code that ends a waiter thread */
+
+static struct {
+	atomic_long reaped;
+	long target;
+	int done[2];
+} bw;
+
+static void *blocked_waiter(void *arg)
+{
+	int st;
+	pid_t pid;
+	char c = 0;
+
+	(void)arg;
+	for (;;) {
+		pid = wait(&st);
+		if (pid < 0) {
+			if (errno == EINTR)
+				continue;
+			die("wait");
+		}
+		if (WIFEXITED(st) && WEXITSTATUS(st) == WAITER_QUIT)
+			return NULL;
+		if (atomic_fetch_add(&bw.reaped, 1) + 1 == bw.target)
+			xwrite(bw.done[1], &c, 1);
+	}
+}
+
+static int child_quit(void *arg)
+{
+	(void)arg;
+	syscall(SYS_exit_group, WAITER_QUIT);
+	return 0;
+}
+
+static void scen_threads_stopped(void)
+{
+	pid_t *lng = xcalloc(o.n, sizeof(*lng));
+	pid_t *sht = xcalloc(o.m, sizeof(*sht));
+	struct stackpool lp, sp;
+	pthread_t th[WAITERS];
+	uint64_t t0, t1;
+	int gate[2], r, k;
+	pid_t anchor;
+	char c;
+
+	pool_init(&lp, o.n + 1);
+	pool_init(&sp, o.m > WAITERS ? o.m : WAITERS);
+	make_idle(lng, o.n, &lp, IDLE_STOPPED);
+	/* A live child keeps the waiters from -ECHILD, even when N is 0. */
+	make_sleepers(&anchor, 1, &lp);
+	if (pipe(bw.done))
+		die("pipe");
+	for (k = 0; k < WAITERS; k++)
+		if (pthread_create(&th[k], NULL, blocked_waiter, NULL))
+			die("pthread_create");
+	header(NULL);
+	for (r = 0; r < o.reps; r++) {
+		atomic_store(&bw.reaped, 0);
+		bw.target = o.m;
+		make_gated(sht, o.m, &sp, gate);
+		/* From the release of M children to their last reap. */
+		t0 = now_ns();
+		close(gate[1]);
+		if (o.m)
+			xread(bw.done[0], &c, 1);
+		t1 = now_ns();
+		close(gate[0]);
+		report(o.m, t0, t1);
+	}
+	for (k = 0; k < WAITERS; k++)
+		spawn_child(child_quit, NULL, pool_top(&sp, k), 0);
+	for (k = 0; k < WAITERS; k++)
+		pthread_join(th[k], NULL);
+	kill_reap(lng, o.n);
+	kill_reap(&anchor, 1);
 }
 
 /* ---- empty: WNOHANG polls that find nothing ---- */
@@ -205,37 +495,6 @@ static void scen_stopcont(int continued)
 
 /* ---- ptrace: a tracer that is not the parent reaps exiting tracees ---- */
 
-static void xwrite(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-	ssize_t w;
-
-	while (len) {
-		w = write(fd, p, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			die("write");
-		p += w;
-		len -= w;
-	}
-}
-
-static void xread(int fd, void *buf, size_t len)
-{
-	char *p = buf;
-	ssize_t r;
-
-	while (len) {
-		r = read(fd, p, len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			die("read");
-		p += r;
-		len -= r;
-	}
-}
 
 /*
  * The parent P makes N long-lived children and REPEATS batches of M gated
@@ -1068,6 +1327,13 @@ static const struct {
 	{ "continued", 1000, 100, "M WCONTINUED reports" },
 	{ "ptrace", 1000, 100, "a tracer (not the parent) reaps M tracees" },
 	{ "threads", 1000, 100, "64-thread waiter reaps M zombies" },
+	{ "idle-stopped", 1000, 100, "wait() reaps M; the N are stopped" },
+	{ "idle-continued", 1000, 100, "wait() reaps M; the N were continued" },
+	{ "idle-clone", 1000, 100, "wait() reaps M; the N are clone zombies" },
+	{ "pgrp-zombies", 1000, 100, "waitpid(0) reaps M; N zombies elsewhere" },
+	{ "nothread", 1000, 1000, "__WNOTHREAD polls; a sibling has N zombies" },
+	{ "pgrp-grandkids", 1000, 1000, "waitpid(0) polls; our child's N kids" },
+	{ "threads-stopped", 1000, 100, "4 blocked wait() threads, N stopped" },
 	{ "pidns", 1000, 0, "kill a pid ns init of N processes, reap it" },
 	{ "forkwait", 0, 1000, "fork + _exit + waitpid(pid), M times" },
 	{ "mixed", 1000, 1000, "N services + M short jobs: reap latency" },
@@ -1158,11 +1424,25 @@ int main(int argc, char **argv)
 	signal(SIGCHLD, SIG_DFL);
 
 	if (!strcmp(scen, "burst"))
-		scen_reap(REAP_WAIT);
+		scen_reap(REAP_WAIT, IDLE_LIVE);
 	else if (!strcmp(scen, "peek"))
-		scen_reap(REAP_PEEK);
+		scen_reap(REAP_PEEK, IDLE_LIVE);
 	else if (!strcmp(scen, "pgrp"))
-		scen_reap(REAP_PGRP);
+		scen_reap(REAP_PGRP, IDLE_OTHER_PGRP);
+	else if (!strcmp(scen, "idle-stopped"))
+		scen_reap(REAP_WAIT, IDLE_STOPPED);
+	else if (!strcmp(scen, "idle-continued"))
+		scen_reap(REAP_WAIT, IDLE_CONTINUED);
+	else if (!strcmp(scen, "idle-clone"))
+		scen_reap(REAP_WAIT, IDLE_CLONE_ZOMBIE);
+	else if (!strcmp(scen, "pgrp-zombies"))
+		scen_reap(REAP_PGRP, IDLE_OTHER_PGRP_ZOMBIE);
+	else if (!strcmp(scen, "nothread"))
+		scen_nothread();
+	else if (!strcmp(scen, "pgrp-grandkids"))
+		scen_pgrp_grandkids();
+	else if (!strcmp(scen, "threads-stopped"))
+		scen_threads_stopped();
 	else if (!strcmp(scen, "empty"))
 		scen_empty();
 	else if (!strcmp(scen, "stopped"))

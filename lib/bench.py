@@ -45,12 +45,17 @@ CLIENTS = {
     "strace": ("strace", [], "spawn",
                ["--", "strace", "-f", "-q", "-o", "/dev/null"]),
 }
+# The idle-*, pgrp-*, nothread and threads-stopped scenarios time waits
+# beside children whose report the wait cannot take (issue 9, part 2).
 SCENARIOS = ["burst", "empty", "peek", "pgrp", "stopped", "continued",
-             "ptrace", "threads", "pidns", "forkwait", "mixed", *CLIENTS]
+             "ptrace", "threads", "pidns", "forkwait", "mixed",
+             "idle-stopped", "idle-continued", "idle-clone", "pgrp-zombies",
+             "nothread", "pgrp-grandkids", "threads-stopped", *CLIENTS]
 # Operations timed per sample.  Under -icount one sample is exact, so M
 # only has to be large enough to average over the per-reap variation.
 # The inits get a burst of 512 exits, like the demo.
-OPS = {"empty": 200, "forkwait": 200, "mixed": 200, "tini": 512,
+OPS = {"empty": 200, "forkwait": 200, "mixed": 200, "nothread": 200,
+       "pgrp-grandkids": 200, "tini": 512,
        "dumb-init": 512, "catatonit": 512, "strace": 100}
 DEFAULT_OPS = 50
 SIZES = [0, 1000, 10000, 100000]
