@@ -506,7 +506,11 @@ def guest_shares(cwd=None):
     tmpfs.  Returns those paths, none inside another; raises Error for a
     directory that cannot be shared this way (a one-line reason).
     """
-    wanted = [("working directory", Path(cwd or os.getcwd()).resolve()),
+    try:
+        cwd = Path(cwd or os.getcwd()).resolve()
+    except FileNotFoundError:
+        raise Error("the working directory no longer exists; cd elsewhere")
+    wanted = [("working directory", cwd),
               ("repository", REPO), ("cache (FASTREAP_CACHE)", CACHE)]
     shares = []
     for what, path in wanted:
@@ -686,8 +690,8 @@ def write_guest_mounts(rundir, shares):
 def boot(img, cmd, accel, smp=2, mem="2G", timeout=600, rundir=None,
          icount=False, env=None, echo=True, cwd=None):
     """Boot IMG, run CMD as the guest's job, return the runner's status."""
-    cwd = Path(cwd or os.getcwd()).resolve()
     shares = guest_shares(cwd)
+    cwd = Path(cwd or os.getcwd()).resolve()
     own_rundir = rundir is None
     if own_rundir:
         rundir = new_rundir("probe")
