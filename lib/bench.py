@@ -198,6 +198,9 @@ def report(csv_path, a, info):
           f"- machine: {info['host']}; guest: {a.smp} vCPUs, "
           f"{guest_mem(max(a.sizes))} memory",
           f"- clock: {info['clock_text']}",
+          "- host wall time per boot (boot, setup and all samples): "
+          + ", ".join(f"{b['variant']} {b['host_wall_s']:.0f} s"
+                      for b in info.get("boots", [])),
           f"- median of {a.rounds} boots x {a.repeats} samples per variant "
           f"(variants interleaved); ns per operation", ""]
     for s in a.scenarios:
