@@ -1251,10 +1251,24 @@ static void scen_spawn(char **tracer_cmd)
 		report_cpu(o.m, t0, t1, c0, c1);
 	}
 	if (tracer_cmd) {
-		/* strace detaches on SIGTERM (by pid, O(1) each), then exits */
+		/*
+		 * strace detaches on SIGTERM (by pid, O(1) each), then exits.
+		 * A tracer that does not (seen: strace under strace) must not
+		 * hang the run: a minute, then SIGKILL, which detaches too.
+		 */
+		uint64_t give_up = now_ns() + 60 * 1000000000ull;
+
 		kill(tracer, SIGTERM);
-		if (waitpid(tracer, &st, 0) != tracer)
-			die("waitpid(tracer)");
+		while (waitpid(tracer, &st, WNOHANG) == 0) {
+			if (now_ns() > give_up) {
+				kill(tracer, SIGKILL);
+				waitpid(tracer, &st, 0);
+				errno = ETIMEDOUT;
+				die("spawn: %s did not exit on SIGTERM",
+				    tracer_cmd[0]);
+			}
+			usleep(10000);
+		}
 	}
 	kill_reap(lng, o.n);
 }
