@@ -348,14 +348,13 @@ BINARIES_MINUTES = 0.5            # the static test programs: 0.5
 # One boot of each group on a cached kernel, programs built: the wall time
 # of stock/fast on the shared 2-core machine while other jobs ran (load
 # average 7-9; the guest got about one core), a little rounded up.
-# Stress is a fixed wall time (STRESS_SECONDS).  Debug stress is an
-# estimate, not a measurement: 140 s of programs plus a boot and teardown
-# several times slower than fast's.
+# Stress is a fixed wall time (STRESS_SECONDS); fastreap/debug stress,
+# 140 s of programs and a slow boot, took 4.1 minutes at load average 3-5.
 GROUP_MINUTES = {("smoke", "fast"): 0.3, ("runner", "fast"): 1.7,
                  ("wait", "fast"): 2.3, ("selftests", "fast"): 3.3,
                  ("scaling", "fast"): 3.0,
                  ("kmod", "fast"): 0.4, ("stress", "fast"): 3.8,
-                 ("stress", "debug"): 4.5}
+                 ("stress", "debug"): 4.2}
 
 
 def wants_debug(args, variant):
