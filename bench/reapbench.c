@@ -152,6 +152,16 @@ static pid_t spawn_clone_child(void *stack_top)
 	return pid;
 }
 
+/* Put @pids into a process group of their own, led by the first. */
+static void own_pgrp(const pid_t *pids, long n)
+{
+	long i;
+
+	for (i = 0; i < n; i++)
+		if (setpgid(pids[i], pids[0]))
+			die("setpgid");
+}
+
 static void make_idle(pid_t *pids, long n, struct stackpool *pool,
 		      enum idle kind)
 {
@@ -166,9 +176,7 @@ static void make_idle(pid_t *pids, long n, struct stackpool *pool,
 		return;
 	case IDLE_OTHER_PGRP_ZOMBIE:
 		make_gated(pids, n, pool, gate);
-		for (i = 0; i < n; i++)
-			if (setpgid(pids[i], pids[0]))
-				die("setpgid");
+		own_pgrp(pids, n);
 		release_gated(pids, n, gate);
 		return;
 	default:
@@ -176,9 +184,7 @@ static void make_idle(pid_t *pids, long n, struct stackpool *pool,
 	}
 	make_sleepers(pids, n, pool);
 	if (kind == IDLE_OTHER_PGRP)
-		for (i = 0; i < n; i++)
-			if (setpgid(pids[i], pids[0]))
-				die("setpgid");
+		own_pgrp(pids, n);
 	if (kind == IDLE_STOPPED || kind == IDLE_CONTINUED) {
 		for (i = 0; i < n; i++)
 			kill(pids[i], SIGSTOP);

@@ -128,6 +128,18 @@ static int live_child_fn(void *g)
 	EXPECT_EQ((want).status, (si).si_status) TH_LOG("%s", what);	\
 } while (0)
 
+/* A non-consuming waitid() from this thread must report @want. */
+static void expect_waitid(struct __test_metadata *_metadata, int idtype,
+			  pid_t id, int flags, struct stop want,
+			  const char *what)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof(si));
+	EXPECT_REPORT(sys_waitid(idtype, id, &si, flags | WNOHANG | WNOWAIT,
+				 NULL), si, want, what);
+}
+
 /*
  * A, waiting for its own children only, sees the ptrace stop of C that
  * sibling B made, through every non-consuming way of asking, and B sees
@@ -159,26 +171,17 @@ static void check_parent_sees_stop(struct __test_metadata *_metadata,
 	/* B, the tracer, with or without __WNOTHREAD. */
 	EXPECT_REPORT(t.own_ret, t.own_si, want, "tracer P_ALL __WNOTHREAD");
 
-	memset(&si, 0, sizeof(si));
-	EXPECT_REPORT(sys_waitid(P_PID, c, &si, WANY | WNOHANG | WNOWAIT |
-				 __WNOTHREAD | extra_flags, NULL),
-		      si, want, "parent P_PID __WNOTHREAD (the oracle)");
-	memset(&si, 0, sizeof(si));
-	EXPECT_REPORT(sys_waitid(P_ALL, 0, &si, WANY | WNOHANG | WNOWAIT |
-				 __WNOTHREAD | extra_flags, NULL),
-		      si, want, "parent P_ALL __WNOTHREAD");
-	memset(&si, 0, sizeof(si));
-	EXPECT_REPORT(sys_waitid(P_PGID, 0, &si, WANY | WNOHANG | WNOWAIT |
-				 __WNOTHREAD | extra_flags, NULL),
-		      si, want, "parent P_PGID 0 __WNOTHREAD");
-	memset(&si, 0, sizeof(si));
-	EXPECT_REPORT(sys_waitid(P_PGID, getpgrp(), &si, WANY | WNOHANG |
-				 WNOWAIT | __WNOTHREAD | extra_flags, NULL),
-		      si, want, "parent P_PGID pgid __WNOTHREAD");
-	memset(&si, 0, sizeof(si));
-	EXPECT_REPORT(sys_waitid(P_ALL, 0, &si, WANY | WNOHANG | WNOWAIT |
-				 extra_flags, NULL),
-		      si, want, "parent P_ALL, whole group");
+	expect_waitid(_metadata, P_PID, c, WANY | __WNOTHREAD | extra_flags,
+		      want, "parent P_PID __WNOTHREAD (the oracle)");
+	expect_waitid(_metadata, P_ALL, 0, WANY | __WNOTHREAD | extra_flags,
+		      want, "parent P_ALL __WNOTHREAD");
+	expect_waitid(_metadata, P_PGID, 0, WANY | __WNOTHREAD | extra_flags,
+		      want, "parent P_PGID 0 __WNOTHREAD");
+	expect_waitid(_metadata, P_PGID, getpgrp(),
+		      WANY | __WNOTHREAD | extra_flags, want,
+		      "parent P_PGID pgid __WNOTHREAD");
+	expect_waitid(_metadata, P_ALL, 0, WANY | extra_flags, want,
+		      "parent P_ALL, whole group");
 
 	/* Ptrace stops need no WUNTRACED; a blocking wait must not hang. */
 	arm_alarm(20);
@@ -307,14 +310,10 @@ TEST(clone_child_needs_wclone_for_parent)
 	EXPECT_EQ(-1, sys_waitid(P_PID, c, &si, WANY | WNOHANG | WNOWAIT |
 				 __WNOTHREAD, NULL));
 	EXPECT_EQ(ECHILD, errno);
-	memset(&si, 0, sizeof(si));
-	EXPECT_REPORT(sys_waitid(P_ALL, 0, &si, WANY | WNOHANG | WNOWAIT |
-				 __WNOTHREAD | __WCLONE, NULL),
-		      si, want, "parent P_ALL __WNOTHREAD|__WCLONE");
-	memset(&si, 0, sizeof(si));
-	EXPECT_REPORT(sys_waitid(P_PGID, 0, &si, WANY | WNOHANG | WNOWAIT |
-				 __WNOTHREAD | __WALL, NULL),
-		      si, want, "parent P_PGID __WNOTHREAD|__WALL");
+	expect_waitid(_metadata, P_ALL, 0, WANY | __WNOTHREAD | __WCLONE,
+		      want, "parent P_ALL __WNOTHREAD|__WCLONE");
+	expect_waitid(_metadata, P_PGID, 0, WANY | __WNOTHREAD | __WALL,
+		      want, "parent P_PGID __WNOTHREAD|__WALL");
 	st = 0;
 	EXPECT_EQ(c, sys_wait4(-1, &st, WNOHANG | __WNOTHREAD | __WCLONE,
 			       NULL));
