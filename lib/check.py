@@ -352,7 +352,7 @@ BINARIES_MINUTES = 0.5            # the static test programs: 0.5
 # 140 s of programs and a slow boot, took 4.1 minutes at load average 3-5.
 GROUP_MINUTES = {("smoke", "fast"): 0.3, ("runner", "fast"): 1.7,
                  ("wait", "fast"): 2.3, ("selftests", "fast"): 3.3,
-                 ("scaling", "fast"): 3.0,
+                 ("scaling", "fast"): 1.0,
                  ("kmod", "fast"): 0.4, ("stress", "fast"): 3.8,
                  ("stress", "debug"): 4.2}
 
