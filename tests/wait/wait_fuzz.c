@@ -19,37 +19,46 @@
  * quiescent and the query is redone, so a verdict never rests on a race.
  *
  * A tree is built from a seed: the test process has four threads
- * (W0 = main, W1..W3) that fork children (plain fork, clone3 with
- * exit_signal SIGUSR2 or 0), children fork grandchildren, processes have
- * one to three threads and join new or existing process groups.  Random
- * operations then trace (PTRACE_SEIZE/ATTACH by a thread of the real
- * parent's group or by another process, PTRACE_TRACEME), interrupt,
- * continue, listen, detach, group-stop, SIGCONT, kill, exit single
- * threads (delayed zombie leaders, traced zombie threads), exit groups,
- * move processes between groups, consume reports as tracer or parent,
- * and let a forking thread of the test exit (its children pass to a
- * sibling thread).  After each operation the tree is let settle: every
- * thread in /proc is sleeping, stopped, traced or a zombie, unchanged
- * over several samples, after op-specific syncs that poll
- * waitid(P_PID, WNOWAIT).
+ * (W0 = main, W1..W3) that fork children (fork, clone3 with exit_signal
+ * SIGUSR2 or 0), children fork grandchildren (also with CLONE_PARENT),
+ * processes have one to three threads and join new or existing process
+ * groups.  Random operations then trace (PTRACE_SEIZE, with fork/clone/
+ * exec/exit options, or PTRACE_ATTACH, by a thread of the real parent's
+ * group or by another process; PTRACE_TRACEME), interrupt, continue,
+ * listen, detach, group-stop, SIGCONT, kill, exit single threads
+ * (delayed zombie leaders, traced zombie threads), exit groups, exec
+ * from any thread, move processes between groups, set SIGCHLD to
+ * SIG_IGN or SA_NOCLDWAIT, consume reports as tracer or parent, and let
+ * a forking thread of the test exit (its children pass to a sibling
+ * thread); orphans come back to the test, a subreaper.  After each
+ * operation the tree settles: every thread in /proc is sleeping,
+ * stopped, traced or a zombie, unchanged over several samples, after
+ * op-specific syncs that poll waitid(P_PID, WNOWAIT); the test's threads
+ * then compare a few flag sets.
  *
- * Then every thread of the test and some threads of children with
+ * At the end every thread of the test and some threads of children with
  * children or tracees of their own compare P_ALL/P_PGID with the P_PID
- * union for many flag sets (WEXITED, WSTOPPED, WCONTINUED, none/__WCLONE/
- * __WALL, with and without __WNOTHREAD).  A few consuming waits (WNOHANG
+ * union for 42 flag sets (WEXITED, WSTOPPED, WCONTINUED; none/__WCLONE/
+ * __WALL; with and without __WNOTHREAD).  A few consuming waits (WNOHANG
  * without WNOWAIT), blocking waitid()s and blocking wait4()s follow where
- * the union says the call must return at once (guarded by a timer
- * signal: a blocking wait that does not return is reported as a hang),
- * each followed by another comparison round.  Teardown kills everything
- * and reaps it with blocking P_ALL waits (the test is a subreaper).
+ * the union says the call must return at once (a timer signal after
+ * GUARD_MS makes a hang a failure), each followed by another round.
+ *
+ * Wake-ups: some operations run while a thread of the test sleeps in a
+ * blocking WNOWAIT wait (no __WNOTHREAD, whose wake-ups stock filters by
+ * the notifying task's parent); if it still sleeps WAKE_MS after the
+ * tree settled while the union reports, it missed its wake-up.  The
+ * same at teardown, which kills everything and has W1 reap it with
+ * blocking P_ALL waits while W0 watches the union.
  *
  * Worker threads of all processes run a small command loop on a futex
- * in shared memory, so the test can make any thread of any process fork,
- * ptrace, wait, exit or compare.  A worker that finds the test gone (the
- * "life" pipe at EOF) exits.
+ * in shared memory (a memfd, so exec'd workers find it again), so the
+ * test can make any thread of any process fork, ptrace, wait, exec, exit
+ * or compare.  A worker that finds the test gone (the "life" pipe at
+ * EOF) exits.
  *
  * Options (after the harness' own): --seed N (first seed, default 1),
- * --seeds N (how many, default 16), --seconds S (stop starting seeds
+ * --seeds N (how many, default 48), --seconds S (stop starting seeds
  * after S seconds, default 40), --verbose (print every operation).
  * The same from the environment: WAIT_FUZZ_SEED, WAIT_FUZZ_SEEDS,
  * WAIT_FUZZ_SECONDS, WAIT_FUZZ_VERBOSE.  A failing seed prints its
@@ -87,9 +96,10 @@
 #define ACK_MS		60000	/* a worker must answer a command */
 #define SETTLE_MS	30000	/* the tree must become quiescent */
 #define SYNC_MS		5000	/* op-specific syncs, best effort */
+#define WAKE_MS		3000	/* asleep in a wait while it could report */
 
 /* Default run: sized for a 2-vCPU TCG guest (10-50x slower). */
-#define DEF_SEEDS	16
+#define DEF_SEEDS	48
 #define DEF_SECONDS	40
 
 enum kind { K_FORK, K_CLONE_SIG, K_CLONE_0, K_CLONE_PARENT };
@@ -166,6 +176,8 @@ enum op {
 	OP_CONSUME,	/* flags, how, pgid or -1 */
 	OP_EXEC,	/* re-exec this binary as a worker (no ack if it works) */
 	OP_SIGCHLD,	/* 0: SIG_DFL, 1: SIG_IGN, 2: SA_NOCLDWAIT */
+	OP_UNION,	/* flags, pgid or -1: what the P_PID union says */
+	OP_BLOCKWAIT,	/* flags, pgid or -1: blocking WNOWAIT wait, then OP_UNION */
 };
 
 enum { POST_NONE, POST_EXIT, POST_EXIT_GROUP, POST_RAISE };
@@ -843,6 +855,40 @@ static int do_consume(int ps, int ti, int flags, int how, pid_t g)
 	return 1;
 }
 
+/* What a wait by this thread with @flags over group @g would do. */
+enum { U_ECHILD, U_REPORT, U_BLOCK };
+
+static int union_class(int flags, pid_t g)
+{
+	static struct uview u;
+	pid_t real = g == -1 ? -1 : pgid_real(g);
+	bool any = false, rep = false;
+
+	union_groups(&u);
+	union_query(&u, (flags & ~WNOHANG) | WNOHANG | WNOWAIT);
+	for (int i = 0; i < u.n; i++) {
+		if (real != -1 && u.pg[i] != real)
+			continue;
+		if (u.a[i].ret == 0) {
+			any = true;
+			rep |= u.a[i].pid != 0;
+		}
+	}
+	return !any ? U_ECHILD : rep ? U_REPORT : U_BLOCK;
+}
+
+/*
+ * A blocking WNOWAIT wait that the test interrupts (SIGURG) if it is
+ * still asleep once an operation made the tree settle; then what the
+ * union says.  Interrupted while the union reports: a lost wake-up.
+ */
+static long do_blockwait(struct tslot *s, int flags, pid_t g)
+{
+	do_waitid(g == -1 ? P_ALL : P_PGID, g == -1 ? 0 : g,
+		  (flags & ~WNOHANG) | WNOWAIT, &s->res);
+	return union_class(flags, g);
+}
+
 /* ------------------------------------------------------------------ */
 /* Worker threads: a command loop on a futex.                          */
 
@@ -967,6 +1013,12 @@ static int run_op(int ps, int ti, struct tslot *s)
 		s->err = errno;
 		break;
 	}
+	case OP_UNION:
+		s->ret = union_class(a[0], a[1]);
+		break;
+	case OP_BLOCKWAIT:
+		s->ret = do_blockwait(s, a[0], a[1]);
+		break;
 	case OP_SIGCHLD: {
 		struct sigaction sa;
 
@@ -1077,7 +1129,16 @@ static void setup_error(const char *fmt, ...)
 }
 
 static bool fatal;	/* a worker of the test is stuck: stop the run */
+static int busy_ps = -1, busy_ti = -1;	/* a blocked waiter: hands off */
+static int busy_c;			/* its command number */
+static bool busy_aborted;		/* it had to be let go early */
 static char kstate(int ps, int ti);
+
+/* Can thread (ps, ti) take a command now? */
+static bool idle(int ps, int ti)
+{
+	return kstate(ps, ti) == 'S' && !(ps == busy_ps && ti == busy_ti);
+}
 static void unstick_thread(pid_t pid, pid_t tid);
 
 /* The slot and thread of a tid of ours or of a kid; false if unknown. */
@@ -1094,6 +1155,28 @@ static bool slot_of_tid(pid_t tid, int *ps, int *ti)
 }
 
 
+/* Post @op to thread (ps, ti), not W0; returns the command number. */
+static int tpost(int ps, int ti, int op, long a0, long a1, long a2, long a3)
+{
+	struct tslot *s = &S->p[ps].t[ti];
+	int c;
+
+	s->op = op;
+	s->arg[0] = a0;
+	s->arg[1] = a1;
+	s->arg[2] = a2;
+	s->arg[3] = a3;
+	c = s->cmd + 1;
+	__atomic_store_n(&s->cmd, c, __ATOMIC_RELEASE);
+	futex(&s->cmd, FUTEX_WAKE, INT_MAX, NULL);
+	return c;
+}
+
+static bool tacked(int ps, int ti, int c)
+{
+	return __atomic_load_n(&S->p[ps].t[ti].ack, __ATOMIC_ACQUIRE) == c;
+}
+
 /* Have thread (ps, ti) run @op; its result is in S->p[ps].t[ti]. */
 static long tcall(int ps, int ti, int op, long a0, long a1, long a2, long a3)
 {
@@ -1103,18 +1186,16 @@ static long tcall(int ps, int ti, int op, long a0, long a1, long a2, long a3)
 
 	if (fatal)
 		return -1000;
-	s->op = op;
-	s->arg[0] = a0;
-	s->arg[1] = a1;
-	s->arg[2] = a2;
-	s->arg[3] = a3;
 	if (ps == 0 && ti == 0) {
+		s->op = op;
+		s->arg[0] = a0;
+		s->arg[1] = a1;
+		s->arg[2] = a2;
+		s->arg[3] = a3;
 		run_op(0, 0, s);	/* W0 is us; it never exits */
 		return s->ret;
 	}
-	c = s->cmd + 1;
-	__atomic_store_n(&s->cmd, c, __ATOMIC_RELEASE);
-	futex(&s->cmd, FUTEX_WAKE, INT_MAX, NULL);
+	c = tpost(ps, ti, op, a0, a1, a2, a3);
 	if (op == OP_EXEC)	/* answers only if execv() fails */
 		return 0;
 	end = now_ms() + ACK_MS;
@@ -1194,12 +1275,13 @@ static char kstate(int ps, int ti)
 }
 
 /* Threads of @ps that can take a command (sleeping in their loop). */
+
 static int commandable(int ps, int *out)
 {
 	int n = 0;
 
 	for (int ti = 0; ti < (ps ? S->p[ps].nthreads : NAGENTS); ti++)
-		if (kstate(ps, ti) == 'S')
+		if (idle(ps, ti))
 			out[n++] = ti;
 	return n;
 }
@@ -1288,6 +1370,23 @@ static int proc_tids(pid_t pid, pid_t *out, int max)
  * (a worker in the middle of a command, a process being born traced):
  * its tracer, if one of our idle threads, continues it.
  */
+/*
+ * The blocked waiter of random_blocker() is the tracer of a thread we
+ * need running: interrupt its wait, that check is off.
+ */
+static void release_blocker(void)
+{
+	double end = now_ms() + ACK_MS;
+
+	syscall(SYS_tgkill, getpid(), tid_of(busy_ps, busy_ti), SIGURG);
+	while (!tacked(busy_ps, busy_ti, busy_c) && now_ms() < end)
+		nap_us(1000);
+	logf_("  (W%d let go of its wait: its tracee is in the way)",
+	      busy_ti);
+	busy_aborted = true;
+	busy_ps = busy_ti = -1;
+}
+
 static void unstick_thread(pid_t pid, pid_t tid)
 {
 	static int depth;
@@ -1299,14 +1398,28 @@ static void unstick_thread(pid_t pid, pid_t tid)
 	if (depth || tstate(pid, tid) != 't')
 		return;
 	tr = tracer_of(pid, tid);
-	if (!slot_of_tid(tr, &tps, &tti) || kstate(tps, tti) != 'S')
+	if (!slot_of_tid(tr, &tps, &tti))
+		return;
+	if (tps == busy_ps && tti == busy_ti)
+		release_blocker();
+	if (!idle(tps, tti))
 		return;
 	depth++;
 	r = tcall(tps, tti, OP_PTRACE, PTRACE_CONT, tid, 0, 0);
+	if (r && terr(tps, tti) == ESRCH) {
+		/*
+		 * An exec event of a non-leader (its pid changed): ptrace()
+		 * wants the tracer to have waited for it first.
+		 */
+		tcall(tps, tti, OP_WAITID, P_PID, tid,
+		      WSTOPPED | __WALL | WNOHANG, 0);
+		r = tcall(tps, tti, OP_PTRACE, PTRACE_CONT, tid, 0, 0);
+	}
 	depth--;
 	tname(tps, tti, tn, sizeof(tn));
 	pidname(tid, yn, sizeof(yn));
-	logf_("  (%s: CONT %s, stopped in the way -> %ld)", tn, yn, r);
+	logf_("  (%s: CONT %s, stopped in the way -> %ld %s)", tn, yn, r,
+	      r ? strerror(terr(tps, tti)) : "");
 }
 
 static void unstick_process(pid_t pid)
@@ -1405,7 +1518,7 @@ static long ptrace_by_tracer(int req, int yps, int yti, long data, int *tps,
 
 	*tps = -1;
 	*tti = -1;
-	if (!slot_of_tid(tr, tps, tti) || kstate(*tps, *tti) != 'S') {
+	if (!slot_of_tid(tr, tps, tti) || !idle(*tps, *tti)) {
 		*tti = -1;
 		return -1;
 	}
@@ -1466,10 +1579,19 @@ static void op_exec(int ps, int ti)
 
 	tname(ps, ti, yn, sizeof(yn));
 	tcall(ps, ti, OP_EXEC, 0, 0, 0, 0);
-	for (int i = 0;; i++) {
+	for (double since = 0;; ) {
 		if (__atomic_load_n(&S->p[ps].execs, __ATOMIC_ACQUIRE) != old &&
 		    kstate(ps, 0) == 'S')
 			break;
+		/* stopped for a tracer that cannot continue it: so be it */
+		if (kstate(ps, 0) != 't')
+			since = 0;
+		else if (!since)
+			since = now_ms();
+		if (since && now_ms() - since > 2000) {
+			logf_("%s: exec'd, stays in a ptrace stop", yn);
+			return;
+		}
 		if (S->p[ps].t[ti].ack != ack0) {
 			logf_("%s: exec failed: errno %d", yn, terr(ps, ti));
 			return;
@@ -1478,12 +1600,8 @@ static void op_exec(int ps, int ti)
 			setup_error("%s: exec did not come back", yn);
 			return;
 		}
-		if (i % 64 == 63)
-			unstick_process(S->p[ps].pid);
-		if (i % 16 == 15)
-			nap_us(1000);
-		else
-			sched_yield();
+		unstick_process(S->p[ps].pid);
+		nap_us(2000);
 	}
 	K[ps].kind = K_FORK;
 	logf_("%s: exec -> one thread, pid %d", yn, S->p[ps].pid);
@@ -1548,6 +1666,8 @@ static bool pick_actor(struct thr *x)
 
 	if (chance(60)) {
 		*x = (struct thr){ 0, rn(NAGENTS) };
+		if (busy_ps == 0 && x->ti == busy_ti)
+			x->ti = 0;
 		return true;
 	}
 	n = kid_threads(c, "S");
@@ -1577,6 +1697,9 @@ static void spawn_random(void)
 	struct thr c[MAXCAND];
 	int cps = 0, cti = rn(NAGENTS), n, kind, nth;
 	pid_t pg = PG_INHERIT;
+
+	if (busy_ps == 0 && cti == busy_ti)
+		cti = 0;
 
 	/* A grandchild a quarter of the time. */
 	if (chance(25) && (n = kid_threads(c, "S"))) {
@@ -1716,6 +1839,7 @@ static bool random_op(void)
 
 	for (int i = 0; i < R_NOPS; i++)
 		total += rop_weight[i];
+
 	w = rn(total);
 	for (op = 0; w >= rop_weight[op]; op++)
 		w -= rop_weight[op];
@@ -1875,7 +1999,13 @@ static bool random_op(void)
 		}
 		return true;
 	case R_AGENT_EXIT:
-		op_agent_exit(1 + rn(NAGENTS - 1));
+		{
+			int k = 1 + rn(NAGENTS - 1);
+
+			if (busy_ps == 0 && k == busy_ti)
+				return false;
+			op_agent_exit(k);
+		}
 		return true;
 	case R_SPAWN:
 		if (S->nprocs >= MAXP)
@@ -2083,6 +2213,48 @@ static void seed_begin(unsigned long seed)
 	rng_seed(seed);
 }
 
+/* First line of a /proc file of thread @tid of @pid, "" if none. */
+static void proc_line(pid_t pid, pid_t tid, const char *name, char *buf,
+		      size_t n)
+{
+	char path[96];
+	ssize_t r;
+	int fd;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", pid, tid, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	r = read(fd, buf, n - 1);
+	close(fd);
+	buf[r > 0 ? r : 0] = '\0';
+	for (char *p = buf; *p; p++)
+		if (*p == '\n')
+			*p = *(p + 1) ? ';' : '\0';
+}
+
+/* Every kid thread: state, tracer, where it sleeps; for the log. */
+static void dump_tree(void)
+{
+	for (int ps = 1; ps < S->nprocs; ps++)
+		for (int ti = 0; ti < S->p[ps].nthreads; ti++) {
+			pid_t pid = S->p[ps].pid, tid = tid_of(ps, ti);
+			char st = kstate(ps, ti), wchan[64], stack[512];
+			char name[32], tr[32] = "-";
+
+			if (!tid || st == '-')
+				continue;
+			pidname(tid, name, sizeof(name));
+			if (tracer_of(pid, tid) > 0)
+				pidname(tracer_of(pid, tid), tr, sizeof(tr));
+			proc_line(pid, tid, "wchan", wchan, sizeof(wchan));
+			proc_line(pid, tid, "stack", stack, sizeof(stack));
+			shm_msg("  %s state %c tracer %s wchan %s stack %s",
+				name, st, tr, wchan, stack);
+		}
+}
+
 /* Kid threads in a ptrace stop (some are stuck there while dying). */
 static int unstick_all(void)
 {
@@ -2097,51 +2269,107 @@ static int unstick_all(void)
 	return n;
 }
 
+/* Is our thread @tid asleep in wait4()/waitid() (not just woken)? */
+static bool asleep_in_wait(pid_t tid)
+{
+	return tstate(getpid(), tid) == 'S' && thread_in_wait(tid);
+}
+
+/* Report a waiter that sleeps on while the union reports. */
+static void lost_wakeup(const char *who, const char *call)
+{
+	static struct uview u;
+	char snap[MAXP * (MAXT + 1) + 1], us[1024];
+
+	snapshot(snap, sizeof(snap));
+	set_candidates();
+	union_groups(&u);
+	union_query(&u, WEXITED | __WALL | WNOHANG | WNOWAIT);
+	union_str(&u, -1, us, sizeof(us));
+	shm_msg("LOST WAKEUP %s: %s asleep for %d ms while P_PID reports; "
+		"threads %s; P_PID union (WEXITED|__WALL) %s", who, call,
+		WAKE_MS, snap, us);
+	dump_tree();
+	total_fail++;
+}
+
 /*
- * Kill everything and reap it with blocking P_ALL waits.  A killed
- * tracee may stop on its way out (PTRACE_EVENT_EXIT) or be in a ptrace
- * stop whose report a wait takes: its tracer (one of us by then, kid
- * tracers die) continues it.  A blocking wait that does not return
- * while no kid is in a ptrace stop is a hang.
+ * Kill everything and reap it: W1 blocks in waitid(P_ALL, WEXITED|
+ * __WALL) again and again while W0 watches the P_PID union.  A killed
+ * tracee may stop on its way out (PTRACE_EVENT_EXIT) or sit in a ptrace
+ * stop whose report the wait takes: its tracer (one of us by then, kid
+ * tracers die) continues it.  If W1 sleeps on in its wait for WAKE_MS
+ * while P_PID reports a zombie the whole time, it missed its wake-up.
  */
 static void teardown(void)
 {
-	double end = now_ms() + ACK_MS;
+	double end = now_ms() + 2 * ACK_MS;
+	pid_t w1 = tid_of(0, 1);
 
 	for (int ps = 1; ps < S->nprocs; ps++)
 		if (S->p[ps].pid > 0)
 			kill(S->p[ps].pid, SIGKILL);
 	for (;;) {
-		timer_t t;
-		struct ans a;
-		int stuck = unstick_all();
+		struct ans *a = &S->p[0].t[1].res;
+		double seen = 0;
+		bool hang = false;
+		int c;
 
-		t = guard_arm(stuck ? 200 : GUARD_MS);
-		do_waitid(P_ALL, 0, WEXITED | __WALL, &a);
-		guard_disarm(t);
-		if (a.ret < 0 && a.err == ECHILD)
-			break;
 		if (now_ms() > end) {
 			setup_error("teardown: children left after %d s",
-				    ACK_MS / 1000);
+				    2 * ACK_MS / 1000);
 			fatal = true;
 			break;
 		}
-		if (a.ret < 0 && a.err == EINTR && !stuck && !unstick_all()) {
-			char snap[MAXP * (MAXT + 1) + 1];
-
-			snapshot(snap, sizeof(snap));
-			shm_msg("HANG teardown: blocking waitid(P_ALL, "
-				"WEXITED|__WALL) with children left: %s",
-				snap);
-			total_fail++;
-			/* Reap the rest pid by pid. */
-			for (int ps = 1; ps < S->nprocs; ps++)
-				waitpid(S->p[ps].pid, NULL, __WALL | WNOHANG);
-			continue;
+		unstick_all();
+		set_candidates();
+		busy_ps = 0;
+		busy_ti = 1;
+		busy_aborted = false;
+		c = busy_c = tpost(0, 1, OP_WAITID, P_ALL, 0, WEXITED | __WALL,
+				   0);
+		while (!tacked(0, 1, c) && !busy_aborted) {
+			if (now_ms() > end)
+				break;
+			if (unstick_all())	/* may let W1 go */
+				seen = 0;
+			set_candidates();
+			if (union_class(WEXITED | __WALL, -1) == U_REPORT &&
+			    asleep_in_wait(w1)) {
+				if (!seen)
+					seen = now_ms();
+				else if (now_ms() - seen > WAKE_MS)
+					hang = true;
+			} else {
+				seen = 0;
+			}
+			if (hang)
+				break;
+			nap_us(2000);
 		}
-		if (a.ret < 0 && a.err != EINTR) {
-			setup_error("teardown waitid: errno %d", a.err);
+		if (busy_aborted)	/* W1 was let go, and maybe used since */
+			continue;
+		if (hang)
+			lost_wakeup("teardown", "W1 waitid(P_ALL, WEXITED|__WALL)");
+		if (!tacked(0, 1, c)) {
+			double end2 = now_ms() + ACK_MS;
+
+			syscall(SYS_tgkill, getpid(), w1, SIGURG);
+			while (!tacked(0, 1, c) && now_ms() < end2)
+				nap_us(1000);
+		}
+		busy_ps = busy_ti = -1;
+		if (!tacked(0, 1, c)) {
+			setup_error("teardown: W1 stuck in its wait");
+			fatal = true;
+			break;
+		}
+		if (hang)
+			continue;
+		if (a->ret < 0 && a->err == ECHILD)
+			break;
+		if (a->ret < 0 && a->err != EINTR) {
+			setup_error("teardown waitid: errno %d", a->err);
 			break;
 		}
 	}
@@ -2192,6 +2420,93 @@ static int seed_end(const char *name)
 	return fails;
 }
 
+/*
+ * A thread of ours blocks in a WNOWAIT wait (no __WNOTHREAD: stock does
+ * not wake a __WNOTHREAD waiter for a child traced by a sibling) with
+ * nothing to report yet; a random operation follows and the tree
+ * settles.  If the waiter still sleeps then, it is interrupted, and if
+ * the union then reports something for it, it missed its wake-up.
+ * (ECHILD is not checked: stock does not always wake a waiter whose
+ * last eligible child went away.)
+ */
+static bool random_blocker(void)
+{
+	int k = 1 + rn(NAGENTS - 1), flags, c;
+	pid_t g = -1, tid = tid_of(0, k);
+	char fl[128], got[64], wn[24];
+	struct ans *res = &S->p[0].t[k].res;
+	double end;
+	bool ok = false;
+	long u;
+
+	flags = combo_flags(rn(NCOMBO)) & ~__WNOTHREAD;
+	set_candidates();
+	if (chance(25))
+		g = S->groups[rn(S->ngroups)];
+	if (tcall(0, k, OP_UNION, flags, g, 0, 0) != U_BLOCK)
+		return false;
+	tname(0, k, wn, sizeof(wn));
+	flags_str(flags, fl, sizeof(fl));
+	c = tpost(0, k, OP_BLOCKWAIT, flags, g, 0, 0);
+	busy_c = c;
+	busy_aborted = false;
+	end = now_ms() + ACK_MS;
+	while (!thread_in_wait(tid) && !tacked(0, k, c) && now_ms() < end)
+		sched_yield();
+	logf_("%s blocks in waitid(%s %d, %s|WNOWAIT)", wn,
+	      g == -1 ? "P_ALL" : "P_PGID", g == -1 ? 0 : g, fl);
+	busy_ps = 0;
+	busy_ti = k;
+	for (int tries = 0; !ok && tries < 50 && !fatal; tries++)
+		ok = random_op();
+	settle();
+	busy_ps = busy_ti = -1;
+	if (busy_aborted)
+		return true;
+	/*
+	 * The wake-up, if any, came with the event.  P_PID answers the
+	 * same for every thread of ours without __WNOTHREAD: while it
+	 * reports and the waiter sleeps on, give it WAKE_MS.
+	 */
+	set_candidates();
+	end = now_ms() + ACK_MS;
+	for (double seen = 0; !tacked(0, k, c) && now_ms() < end;
+	     nap_us(2000)) {
+		if (union_class(flags, g) != U_REPORT)
+			break;
+		if (!asleep_in_wait(tid))
+			seen = 0;
+		else if (!seen)
+			seen = now_ms();
+		else if (now_ms() - seen > WAKE_MS)
+			break;
+	}
+	if (!tacked(0, k, c))
+		syscall(SYS_tgkill, getpid(), tid, SIGURG);
+	end = now_ms() + ACK_MS;
+	while (!tacked(0, k, c) && now_ms() < end)
+		nap_us(1000);
+	if (!tacked(0, k, c)) {
+		setup_error("%s did not come back from its wait", wn);
+		fatal = true;
+		return true;
+	}
+	u = S->p[0].t[k].ret;
+	ans_str(res, got, sizeof(got));
+	logf_("%s: the blocked waitid -> %s; the union now: %s", wn, got,
+	      u == U_ECHILD ? "ECHILD" : u == U_REPORT ? "reports" :
+	      "nothing");
+	if (res->ret < 0 && res->err == EINTR && u == U_REPORT) {
+		shm_msg("LOST WAKEUP waiter %s(%d) waitid(%s %d, %s|WNOWAIT)"
+			" still asleep after the operation, but the P_PID union"
+			" reports now", wn, tid, g == -1 ? "P_ALL" : "P_PGID",
+			g == -1 ? 0 : g, fl);
+		dump_tree();
+		total_fail++;
+	}
+	return true;
+}
+
 static void run_random_seed(unsigned long seed)
 {
 	int nkids, nops;
@@ -2205,10 +2520,12 @@ static void run_random_seed(unsigned long seed)
 	settle();
 	for (int i = 0, tries = 0; i < nops && tries < 200 && !fatal;
 	     tries++) {
-		if (!random_op())
+		if (!(chance(25) ? random_blocker() : random_op()))
 			continue;
 		i++;
 		settle();
+		/* states a later operation would undo */
+		compare_round(3, 0, 0);
 	}
 	compare_round(NCOMBO, 10, 4);
 	for (int i = 0, n = 1 + rn(3); i < n && !fatal; i++) {
