@@ -2615,8 +2615,13 @@ static int scripted(const char *name, int variant)
 	seed_begin(1000 + variant);
 	logf_("%s variant %d", name, variant);
 	c = op_spawn(0, 1, K_FORK, PG_INHERIT, 1);	/* A = W1 forks C */
-	/* a live child of A in another group, for P_PGID */
+	/*
+	 * Live children of A, for P_PGID: one in another group, one made
+	 * after C in C's group (a group walk that meets it first stops
+	 * there: it keeps the wait from ECHILD).
+	 */
 	op_spawn(0, 1, K_FORK, PG_NEW, 1);
+	op_spawn(0, 1, K_FORK, PG_INHERIT, 1);
 	settle();
 	switch (variant) {
 	case 0:		/* B = W2 attaches: C in its attach stop */
