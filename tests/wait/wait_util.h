@@ -269,22 +269,37 @@ static inline int wait_zombie(pid_t pid)
 	return si.si_pid == pid ? 0 : -1;
 }
 
-/* State letter of thread @tid of process @pid, 0 if gone. */
-static inline char proc_state(pid_t pid, pid_t tid)
+/*
+ * Read /proc/@pid/task/@tid/@name into @buf (@size bytes with the NUL):
+ * the bytes read, or -1 if the thread or the file is gone.
+ */
+static inline ssize_t proc_task_read(pid_t pid, pid_t tid, const char *name,
+				     char *buf, size_t size)
 {
-	char path[64], buf[512], *p;
+	char path[96];
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", pid, tid, name);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
+		return -1;
+	n = read(fd, buf, size - 1);
 	close(fd);
-	if (n <= 0)
-		return 0;
+	if (n < 0)
+		return -1;
 	buf[n] = '\0';
+	return n;
+}
+
+/* State letter of thread @tid of process @pid, 0 if gone. */
+static inline char proc_state(pid_t pid, pid_t tid)
+{
+	char buf[512], *p;
+
+	if (proc_task_read(pid, tid, "stat", buf, sizeof(buf)) <= 0)
+		return 0;
 	p = strrchr(buf, ')');
 	return (p && p[1] == ' ') ? p[2] : 0;
 }
