@@ -1,0 +1,504 @@
+"""./fastreap deb: the kernel a Debian user would install, and a real
+Debian 12 system booted on it with systemd as pid 1.
+
+  deb/<source version>/<variant>-<key>/   finished linux-image .debs
+  deb/build/<variant>/obj                 the O= build directory (and the
+                                          .debs dpkg-buildpackage leaves in
+                                          deb/build/<variant>/)
+  deb/src/<variant>                       a patched variant's own source
+                                          tree: a `git clone --shared` of
+                                          the stock tree plus its patches
+                                          (never the developer's worktree)
+  deb/rootfs/base-<key>.tar               bookworm + systemd, by mmdebstrap
+  deb/disks/<variant>-<key>/              that, the .deb installed with
+                                          dpkg -i, as a raw ext4 disk
+
+The kernel is configured from Debian's own config (linux-config-6.12),
+trimmed with `make localmodconfig` against config/deb-modules.lsmod, then
+config/deb.config on top; docs/deb.md says what differs and why.  Every
+directory above that holds a result appears by rename() when it is
+complete, keyed like the kernel images: by source version, variant,
+configs, patches and this recipe.
+"""
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import workbench
+from workbench import REPO, CACHE, Error, say, digest
+
+DEB_RECIPE = "1"
+CONFIG_PACKAGE = "linux-config-6.12"
+DEBIAN_CONFIG = Path("/usr/src/linux-config-6.12/config.amd64_none_amd64.xz")
+FRAGMENT = REPO / "config" / "deb.config"
+MODULES = REPO / "config" / "deb-modules.lsmod"
+DEB_PACKAGES = ["dpkg-dev", "debhelper", "kmod", "xz-utils", "rsync", CONFIG_PACKAGE]
+IMAGE_PACKAGES = ["mmdebstrap", "e2fsprogs", "qemu-utils"]
+DEFAULT_VARIANTS = ("stock", "fastreap")
+# At most this many compile jobs, whatever the machine: it is shared.
+MAX_JOBS = 3
+
+
+def deb_root():
+    return CACHE / "deb"
+
+
+def debian_config():
+    workbench.ensure_packages("build", extra=DEB_PACKAGES)
+    if not DEBIAN_CONFIG.exists():
+        raise Error(f"{DEBIAN_CONFIG} is missing; reinstall {CONFIG_PACKAGE}")
+    return subprocess.run(["xz", "-dc", str(DEBIAN_CONFIG)], check=True,
+                          capture_output=True).stdout
+
+
+def localversion(variant):
+    """The kernel release's suffix: 6.12.118-fastreap-<variant>."""
+    name = re.sub(r"[^a-z0-9]+", "", workbench.variant_name(variant).lower())
+    return f"-fastreap-{name or 'x'}"
+
+
+def deb_key(variant):
+    return digest(DEB_RECIPE, workbench.source_version(),
+                  workbench.variant_name(variant), debian_config(),
+                  FRAGMENT.read_bytes(), MODULES.read_bytes(),
+                  localversion(variant), workbench.patches_hash(variant))
+
+
+def deb_dir(variant):
+    return (deb_root() / workbench.source_dir().name
+            / f"{workbench.variant_name(variant)}-{deb_key(variant)}")
+
+
+def cached_deb(variant):
+    d = deb_dir(variant)
+    return d if (d / "build-info.json").exists() else None
+
+
+def image_deb(d):
+    """The linux-image .deb in a finished deb directory."""
+    info = json.loads((d / "build-info.json").read_text())
+    return d / info["image_deb"]
+
+
+def deb_source(variant):
+    """A source tree for VARIANT that nobody else edits.
+
+    stock is the workbench's stock tree itself, read-only here (the build
+    is O= elsewhere); a patched variant gets its own clone of it, so the
+    developer's worktree (variant_tree()) is never touched.
+    """
+    stock = workbench.stock_tree()
+    name = workbench.variant_name(variant)
+    if name == "stock":
+        return stock
+    tree = deb_root() / "src" / name
+    state_file = tree / ".fastreap-applied"
+    want = workbench.patches_hash(variant)
+    if state_file.exists() and json.loads(
+            state_file.read_text()).get("patches") == want:
+        return tree
+    if not (tree / ".git").exists():
+        shutil.rmtree(tree, ignore_errors=True)
+        tree.parent.mkdir(parents=True, exist_ok=True)
+        say(f"cloning the stock tree into {tree}")
+        r = subprocess.run(["git", "clone", "-q", "--shared", "--no-checkout",
+                            str(stock), str(tree)], capture_output=True,
+                           text=True)
+        if r.returncode != 0:
+            raise Error(f"git clone of {stock} failed: "
+                        + (r.stderr.strip().splitlines() or ["?"])[-1])
+    workbench.git(tree, "fetch", "-q", "--tags", str(stock))
+    workbench.git(tree, "checkout", "-q", "-f", "stock")
+    workbench.apply_patches(tree, name, workbench.variant_patches(variant))
+    state_file.write_text(json.dumps({"patches": want}))
+    return tree
+
+
+def build_env():
+    return dict(os.environ, CCACHE_BASEDIR=str(CACHE), CCACHE_NOHASHDIR="1",
+                KBUILD_BUILD_USER="fastreap", KBUILD_BUILD_HOST="fastreap",
+                DEBEMAIL="fastreap <fastreap@localhost>",
+                DEBFULLNAME="fastreap")
+
+
+def jobs():
+    return min(MAX_JOBS, (os.cpu_count() or 1) + 1)
+
+
+def make(src, obj, *targets, log=None, label=None):
+    """nice -n 19 make in SRC with O=OBJ; into LOG with progress if given."""
+    cmd = ["nice", "-n", "19", "make", "-C", str(src), f"O={obj}",
+           "CC=ccache gcc", f"-j{jobs()}", "LOCALVERSION=", *targets]
+    if log is None:
+        r = subprocess.run(cmd, env=build_env(), capture_output=True,
+                           text=True, stdin=subprocess.DEVNULL)
+        if r.returncode != 0:
+            last = (r.stderr.strip().splitlines()
+                    or r.stdout.strip().splitlines() or ["?"])[-1]
+            raise Error(f"make {' '.join(targets)} failed: {last}")
+        return 0
+    return workbench.make_with_progress(cmd, build_env(), log, label)
+
+
+def fragment_lines(variant):
+    lines = [l for l in FRAGMENT.read_text().splitlines()
+             if re.match(r"CONFIG_\w+=", l)
+             or re.match(r"# CONFIG_\w+ is not set", l)]
+    return lines + [f'CONFIG_LOCALVERSION="{localversion(variant)}"']
+
+
+def configure(src, obj, variant):
+    """Debian's config, localmodconfig'd, plus config/deb.config."""
+    stamp = obj / ".fastreap-config"
+    want = deb_key(variant)
+    if stamp.exists() and stamp.read_text() == want:
+        return
+    obj.mkdir(parents=True, exist_ok=True)
+    (obj / ".config").write_bytes(debian_config())
+    make(src, obj, "olddefconfig")
+    # localmodconfig asks about nothing after olddefconfig; LSMOD names a
+    # file in lsmod's format (first column: module name).
+    cmd = ["make", "-C", str(src), f"O={obj}", f"LSMOD={MODULES}",
+           "localmodconfig"]
+    r = subprocess.run(cmd, env=build_env(), capture_output=True, text=True,
+                       input="\n" * 200)
+    if r.returncode != 0:
+        raise Error("make localmodconfig failed: "
+                    + (r.stderr.strip().splitlines() or ["?"])[-1])
+    frag = fragment_lines(variant)
+    with open(obj / ".config", "a") as cfg:
+        cfg.write("\n# config/deb.config\n" + "\n".join(frag) + "\n")
+    make(src, obj, "olddefconfig")
+    config = set((obj / ".config").read_text().splitlines())
+    lost = [l for l in frag if l not in config]
+    if lost:
+        raise Error("config/deb.config lines not satisfied after "
+                    "olddefconfig: " + " ".join(lost))
+    stamp.write_text(want)
+
+
+def build_deb(variant):
+    """Return the directory of VARIANT's .debs, building them if needed."""
+    name = workbench.variant_name(variant)      # unknown variants fail here
+    done = cached_deb(variant)
+    if done:
+        return done
+    workbench.ensure_packages("build", extra=DEB_PACKAGES)
+    bdir = deb_root() / "build" / name
+    with workbench.Lock(deb_root() / f".build-{name}.lock"):
+        done = cached_deb(variant)
+        if done:
+            return done
+        workbench.check_disk(deb_root(), 6)
+        src = deb_source(variant)
+        obj = bdir / "obj"
+        for old in bdir.glob("*.deb"):
+            old.unlink()
+        t0 = time.time()
+        configure(src, obj, variant)
+        say(f"building {name}'s .debs in {obj} (make bindeb-pkg, nice 19, "
+            f"-j{jobs()}; log: {bdir / 'build.log'})")
+        # No linux-headers package: nothing here builds external modules.
+        rc = make(src, obj, "bindeb-pkg",
+                  "DPKG_FLAGS=-Ppkg.linux.nokernelheaders",
+                  log=bdir / "build.log", label=f"{name} .deb")
+        if rc != 0:
+            text = (bdir / "build.log").read_text(errors="replace")
+            errs = [l for l in text.splitlines()
+                    if "error" in l.lower() and "Werror" not in l]
+            raise Error(f"{name} .deb build failed: "
+                        + (errs[0].strip()[:160] if errs else f"status {rc}")
+                        + f" (log: {bdir / 'build.log'})")
+        release = (obj / "include/config/kernel.release").read_text().strip()
+        debs = sorted(bdir.glob("*.deb"))
+        images = [d for d in debs if d.name.startswith(
+            f"linux-image-{release}_")]
+        if not images:
+            raise Error(f"{name}: bindeb-pkg left no linux-image "
+                        f"package in {bdir}")
+        dest = deb_dir(variant)
+        tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for d in debs:
+            shutil.move(str(d), tmp / d.name)
+        shutil.copy(obj / ".config", tmp / "config")
+        diff = subprocess.run([str(src / "scripts/diffconfig"),
+                               "/dev/stdin", str(obj / ".config")],
+                              input=debian_config(), capture_output=True)
+        (tmp / "config.diff").write_bytes(diff.stdout)
+        info = {"variant": name, "kernelrelease": release,
+                "source_version": workbench.source_version(),
+                "image_deb": images[0].name,
+                "debs": [d.name for d in debs],
+                "build_seconds": round(time.time() - t0),
+                "built": time.strftime("%Y-%m-%d %H:%M:%S")}
+        (tmp / "build-info.json").write_text(json.dumps(info, indent=1))
+        shutil.rmtree(dest, ignore_errors=True)
+        os.rename(tmp, dest)
+        say(f"{name}: .debs built in {info['build_seconds'] / 60:.1f} min")
+        return dest
+
+
+def main(args):
+    variants = args.variants or list(DEFAULT_VARIANTS)
+    for v in variants:
+        workbench.variant_patch_dir(v)      # unknown variants fail early
+    for v in variants:
+        d = build_deb(v)
+        print(image_deb(d), flush=True)
+    return 0
+
+
+# --- a bookworm system on a disk ---------------------------------------------
+
+SUITE = "bookworm"
+MIRROR = "http://deb.debian.org/debian"
+# systemd as pid 1 and what a small real system has besides: udev, dbus,
+# procps (ps, pgrep) and kmod (modprobe, for the kernel's module requests).
+ROOTFS_INCLUDE = ["systemd-sysv", "udev", "dbus", "procps", "kmod"]
+ROOTFS_HOOKS = [
+    'echo fastreap-guest > "$1/etc/hostname"',
+    'echo "/dev/vda / ext4 rw,errors=remount-ro 0 1" > "$1/etc/fstab"',
+    'chroot "$1" passwd -d root',
+]
+DISK_SIZE = "3G"
+GUEST_JOB = REPO / "lib" / "guest-systemd-job.sh"
+GUEST_UNIT = """[Unit]
+Description=fastreap test job (results on the second serial port)
+After=multi-user.target
+
+[Service]
+# exec, not oneshot: the job itself waits for the boot to finish
+# (systemctl is-system-running --wait), which a oneshot in the boot
+# transaction would hold up for ever.
+Type=exec
+ExecStart=/usr/local/sbin/fastreap-job
+StandardInput=null
+StandardOutput=file:/dev/ttyS1
+StandardError=inherit
+TimeoutStartSec=infinity
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+
+def rootfs_key():
+    return digest(DEB_RECIPE, SUITE, MIRROR, *ROOTFS_INCLUDE, *ROOTFS_HOOKS)
+
+
+def base_rootfs():
+    """bookworm with systemd, as a tarball made once by mmdebstrap."""
+    tar = deb_root() / "rootfs" / f"base-{rootfs_key()}.tar"
+    if tar.exists():
+        return tar
+    workbench.ensure_packages("build", extra=IMAGE_PACKAGES)
+    if os.geteuid() != 0:
+        raise Error("building the bookworm image needs root (mmdebstrap "
+                    "--mode=root, chroot and dpkg -i)")
+    with workbench.Lock(deb_root() / ".rootfs.lock"):
+        if tar.exists():
+            return tar
+        tar.parent.mkdir(parents=True, exist_ok=True)
+        tmp = tar.with_name(f".{tar.name}.tmp-{os.getpid()}")
+        log = tar.with_suffix(".log")
+        say(f"building a {SUITE} image with mmdebstrap (log: {log})")
+        t0 = time.time()
+        cmd = ["nice", "-n", "19", "mmdebstrap", "--mode=root",
+               "--variant=apt", "--format=tar",
+               "--include=" + ",".join(ROOTFS_INCLUDE),
+               *[f"--customize-hook={h}" for h in ROOTFS_HOOKS],
+               SUITE, str(tmp), MIRROR]
+        with open(log, "w") as out:
+            r = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT,
+                               stdin=subprocess.DEVNULL)
+        if r.returncode != 0:
+            tmp.unlink(missing_ok=True)
+            last = (log.read_text(errors="replace").strip().splitlines()
+                    or ["?"])[-1]
+            raise Error(f"mmdebstrap failed: {last[:160]} (log: {log})")
+        os.rename(tmp, tar)
+        say(f"{SUITE} image built in {time.time() - t0:.0f}s: {tar}")
+    return tar
+
+
+def guest_job_text():
+    """The guest's job script, with the host's splat pattern in it."""
+    pattern = workbench.SPLAT.pattern.replace("'", "")
+    return GUEST_JOB.read_text().replace("@SPLAT@", pattern)
+
+
+def disk_key(variant):
+    return digest(DEB_RECIPE, rootfs_key(), deb_key(variant), DISK_SIZE,
+                  guest_job_text(), GUEST_UNIT)
+
+
+def disk_dir(variant):
+    return (deb_root() / "disks"
+            / f"{workbench.variant_name(variant)}-{disk_key(variant)}")
+
+
+def cached_disk(variant):
+    d = disk_dir(variant)
+    return d if (d / "disk-info.json").exists() else None
+
+
+def build_disk(variant):
+    """A raw ext4 disk: the base image plus VARIANT's linux-image .deb,
+    installed with dpkg -i in a chroot, and the test job; next to it the
+    installed kernel (vmlinuz), which QEMU boots directly."""
+    done = cached_disk(variant)
+    if done:
+        return done
+    debs = build_deb(variant)
+    base = base_rootfs()
+    name = workbench.variant_name(variant)
+    with workbench.Lock(deb_root() / f".disk-{name}.lock"):
+        done = cached_disk(variant)
+        if done:
+            return done
+        dest = disk_dir(variant)
+        tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        root = tmp / "root"
+        root.mkdir(parents=True)
+        t0 = time.time()
+        subprocess.run(["tar", "-xpf", str(base), "-C", str(root),
+                        "--numeric-owner"], check=True)
+        deb = image_deb(debs)
+        shutil.copy(deb, root / "tmp" / deb.name)
+        r = subprocess.run(["chroot", str(root), "dpkg", "-i",
+                            f"/tmp/{deb.name}"], capture_output=True,
+                           text=True, env=dict(os.environ,
+                                               DEBIAN_FRONTEND="noninteractive",
+                                               PATH="/usr/sbin:/usr/bin:"
+                                               "/sbin:/bin"))
+        (tmp / "dpkg.log").write_text(r.stdout + r.stderr)
+        if r.returncode != 0:
+            raise Error(f"dpkg -i {deb.name} in the image failed: "
+                        + (r.stderr.strip().splitlines() or ["?"])[-1]
+                        + f" (log: {tmp / 'dpkg.log'})")
+        (root / "tmp" / deb.name).unlink()
+        job = root / "usr/local/sbin/fastreap-job"
+        job.parent.mkdir(parents=True, exist_ok=True)
+        job.write_text(guest_job_text())
+        job.chmod(0o755)
+        unit = root / "etc/systemd/system/fastreap-job.service"
+        unit.write_text(GUEST_UNIT)
+        wants = root / "etc/systemd/system/multi-user.target.wants"
+        wants.mkdir(parents=True, exist_ok=True)
+        (wants / "fastreap-job.service").symlink_to(
+            "/etc/systemd/system/fastreap-job.service")
+        release = json.loads((debs / "build-info.json").read_text())[
+            "kernelrelease"]
+        vmlinuz = root / "boot" / f"vmlinuz-{release}"
+        if not vmlinuz.exists():
+            raise Error(f"dpkg -i {deb.name} installed no {vmlinuz.name}")
+        shutil.copy(vmlinuz, tmp / "vmlinuz")
+        r = subprocess.run(["mke2fs", "-q", "-t", "ext4", "-L", "root",
+                            "-d", str(root), str(tmp / "disk.raw"),
+                            DISK_SIZE], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise Error("mke2fs -d failed: "
+                        + (r.stderr.strip().splitlines() or ["?"])[-1])
+        shutil.rmtree(root)
+        info = {"variant": name, "kernelrelease": release, "deb": deb.name,
+                "rootfs": base.name, "seconds": round(time.time() - t0)}
+        (tmp / "disk-info.json").write_text(json.dumps(info, indent=1))
+        shutil.rmtree(dest, ignore_errors=True)
+        os.rename(tmp, dest)
+        say(f"{name}: disk image made in {info['seconds']}s: {dest}")
+        return dest
+
+
+def accel():
+    """KVM only where the workbench's probe found it works; else TCG."""
+    forced = os.environ.get("FASTREAP_ACCEL")
+    if forced in ("kvm", "tcg"):
+        return forced
+    boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    memo = CACHE / f"accel-{boot_id}"
+    return memo.read_text().strip() if memo.exists() else "tcg"
+
+
+def boot_systemd(variant, job="boot", churn=3000, children=2000, smp=2,
+                 mem="2G", timeout=1800, echo=False):
+    """Boot VARIANT's Debian system from its disk, with systemd as pid 1.
+
+    The job (lib/guest-systemd-job.sh, started by fastreap-job.service)
+    writes TAP lines to the second serial port and powers off.  Returns
+    (status, run directory, TAP text); status is 0, or the runner's 123
+    (no systemd), 124 (timeout) or 125 (kernel splat on the console).
+    """
+    disk = build_disk(variant)
+    name = workbench.variant_name(variant)
+    rundir = workbench.new_rundir(f"systemd-{name}-{job}")
+    overlay = rundir / "disk.qcow2"
+    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw",
+                    "-b", str(disk / "disk.raw"), str(overlay)], check=True)
+    a = accel()
+    machine = (["-accel", "kvm", "-cpu", "host"] if a == "kvm" else
+               ["-accel", "tcg,thread=multi", "-cpu", "max"])
+    cmdline = ["root=/dev/vda", "rw", "console=ttyS0", "panic=-1",
+               # as the workbench's runner: TCG on a loaded host misses
+               # timer ticks and stalls vCPUs for tens of seconds
+               "no_timer_check", "watchdog_thresh=60",
+               "rcupdate.rcu_cpu_stall_timeout=120", "mitigations=off",
+               f"fastreap.job={job}", f"fastreap.churn={churn}",
+               f"fastreap.children={children}"]
+    argv = [workbench.qemu_binary(), "-M", "pc", *machine,
+            "-smp", str(smp), "-m", mem, "-nodefaults", "-no-user-config",
+            "-display", "none", "-no-reboot",
+            "-serial", f"file:{rundir / 'console.log'}",
+            "-serial", f"file:{rundir / 'results.log'}",
+            "-drive", f"file={overlay},if=virtio,format=qcow2",
+            "-device", "virtio-rng-pci",
+            "-kernel", str(disk / "vmlinuz"), "-append", " ".join(cmdline)]
+    (rundir / "qemu.cmd").write_text(shlex.join(argv) + "\n")
+    t0 = time.time()
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        timed_out = True
+    seconds = time.time() - t0
+    (rundir / "qemu.log").write_bytes(out or b"")
+    console = (rundir / "console.log").read_text(errors="replace")
+    results = (rundir / "results.log").read_text(
+        errors="replace").replace("\r", "") \
+        if (rundir / "results.log").exists() else ""
+    splats = [l for l in console.splitlines() if workbench.SPLAT.search(l)]
+    if splats:
+        (rundir / "splats.txt").write_text("\n".join(splats) + "\n")
+    started = re.search(r"systemd\[1\]: .*|Welcome to .*Debian", console)
+    if not started:
+        rc = workbench.EXIT_NO_BOOT
+    elif splats:
+        rc = workbench.EXIT_SPLAT
+    elif timed_out:
+        rc = workbench.EXIT_TIMEOUT
+    elif "# fastreap-job done" not in results:
+        rc = workbench.EXIT_SPLAT
+    else:
+        rc = 0
+    info = {"variant": name, "job": job, "accel": a, "smp": smp,
+            "mem": mem, "seconds": round(seconds, 1), "status": rc,
+            "disk": str(disk)}
+    (rundir / "run-info.json").write_text(json.dumps(info, indent=1))
+    if echo:
+        sys.stdout.write(results)
+    # The overlay is the guest's whole disk; it is not needed afterwards.
+    overlay.unlink(missing_ok=True)
+    return rc, rundir, results, seconds
