@@ -318,6 +318,42 @@ def group_kmod(tally, variant):
               timeout=600)
 
 
+def group_systemd(tally, variant):
+    """The kernel a Debian user would install (./fastreap deb), booted
+    from a bookworm disk with systemd as pid 1: the boot reaches
+    'running' (or 'degraded', failed units listed), then a few thousand
+    systemd-run transient services run beside services holding N
+    children, with no kernel splat.  Opt-in (--with-systemd or --groups
+    systemd): two Debian kernel builds do not fit CI's 90 minutes."""
+    import deb
+    name = workbench.variant_name(variant)
+    print(f"[{time.strftime('%H:%M:%S')}] systemd on {name}/deb: "
+          f"{deb.CHURN} transient services, {deb.CHILDREN} children",
+          flush=True)
+    rc, rundir, results, seconds = deb.boot_systemd(
+        variant, job="churn", churn=deb.CHURN, children=deb.CHILDREN,
+        timeout=deb.CHURN_TIMEOUT)
+    for line in results.splitlines():
+        if line.startswith("# ") and ("boot-to-running" in line
+                                      or "churn:" in line
+                                      or "Startup finished" in line):
+            print(f"  {name}/deb: {line[2:]}", flush=True)
+    found = count_tap(results)
+    for tname, result, why in found:
+        tally.add(name, "deb", "systemd", tname, result, why)
+    if rc != 0 or not found:
+        what = {workbench.EXIT_SPLAT: "kernel splat or job cut short",
+                workbench.EXIT_NO_BOOT: "systemd did not start",
+                workbench.EXIT_TIMEOUT: "guest timed out"}.get(
+                    rc, f"status {rc}")
+        tally.add(name, "deb", "systemd", "kernel log", "fail",
+                  f"{what}; see {rundir}/console.log")
+    else:
+        tally.add(name, "deb", "systemd", "kernel log clean", "pass")
+    print(f"  {name}/deb: guest ran {seconds:.0f} s wall "
+          f"(run directory {rundir})", flush=True)
+
+
 GROUPS = {
     "smoke": lambda t, v, debug: group_smoke(t, v),
     "runner": lambda t, v, debug: v == "stock" and group_runner(t, v),
@@ -328,7 +364,12 @@ GROUPS = {
     "stress": lambda t, v, debug: [group_stress(t, v, f)
                                    for f in (["fast", "debug"] if debug
                                              else ["fast"])],
+    "systemd": lambda t, v, debug: group_systemd(t, v),
 }
+# Groups that run only when asked for (--groups, or --with-systemd): they
+# build Debian-config kernels (./fastreap deb), which CI's budget has no
+# room for.
+OPT_IN_GROUPS = ("systemd",)
 
 
 # --- the plan and its time budget -------------------------------------------
@@ -399,7 +440,8 @@ def plan(args, variants, groups):
         # the runner's contract is checked on stock, the series' own
         # scaling selftest on the patched variants
         fast = [g for g in groups
-                if g != ("scaling" if stock else "runner")]
+                if g != ("scaling" if stock else "runner")
+                and g not in OPT_IN_GROUPS]
         debug = ["stress"] if "stress" in groups and wants_debug(args, v) \
             else []
         for flavor, gs in (("fast", fast), ("debug", debug)):
@@ -446,12 +488,29 @@ def plan(args, variants, groups):
             lines.append(f"  {'in-tree selftests':29} to build, "
                          f"~{minutes_text(SELFTESTS_BUILD_MINUTES * scale)} "
                          "min")
+    if "systemd" in groups:
+        import deb
+        for v in variants:
+            name = workbench.variant_name(v)
+            if deb.cached_deb(v):
+                lines.append(f"  {'deb ' + name:29} cached")
+            else:
+                minutes = deb.BUILD_MINUTES * scale
+                build_min += minutes
+                lines.append(f"  {'deb ' + name:29} to build, "
+                             f"~{minutes_text(minutes)} min")
     test_min = 0.0
     for v, f, gs in boots:
         minutes = sum(GROUP_MINUTES[(g, f)] for g in gs)
         test_min += minutes
         lines.append(f"  tests  {workbench.variant_name(v) + '/' + f:22} "
                      f"~{minutes_text(minutes)} min: {', '.join(gs)}")
+    if "systemd" in groups:
+        import deb
+        for v in variants:
+            test_min += deb.GROUP_MINUTES
+            lines.append(f"  tests  {workbench.variant_name(v) + '/deb':22} "
+                         f"~{minutes_text(deb.GROUP_MINUTES)} min: systemd")
     print(f"[{time.strftime('%H:%M:%S')}] plan (FASTREAP_CACHE="
           f"{CACHE}):", flush=True)
     print("\n".join(lines))
@@ -472,7 +531,10 @@ def main(args):
     workbench.ensure_packages("build", "run",
                               extra=["stress-ng", "strace", "gnuplot-nox"])
     variants = [v for v in args.variants.split(",") if v]
-    groups = args.groups.split(",") if args.groups else list(GROUPS)
+    groups = args.groups.split(",") if args.groups else \
+        [g for g in GROUPS if g not in OPT_IN_GROUPS]
+    if getattr(args, "with_systemd", False) and "systemd" not in groups:
+        groups.append("systemd")
     for g in groups:
         if g not in GROUPS:
             raise Error(f"unknown test group '{g}' (known: "

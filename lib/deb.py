@@ -502,3 +502,14 @@ def boot_systemd(variant, job="boot", churn=3000, children=2000, smp=2,
     # The overlay is the guest's whole disk; it is not needed afterwards.
     overlay.unlink(missing_ok=True)
     return rc, rundir, results, seconds
+
+
+# --- the check group's numbers ------------------------------------------------
+
+CHURN = 3000            # systemd-run transient services
+CHILDREN = 2000         # children of each holder service
+CHURN_TIMEOUT = 3600    # seconds for the whole boot
+# Minutes, for the plan (README, "Time budget"): a cold .deb build on the
+# shared 2-core machine, and one boot of the systemd group.
+BUILD_MINUTES = 45
+GROUP_MINUTES = 15
