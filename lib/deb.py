@@ -251,10 +251,25 @@ def main(args):
     variants = args.variants or list(DEFAULT_VARIANTS)
     for v in variants:
         workbench.variant_patch_dir(v)      # unknown variants fail early
+    if args.churn is not None and args.churn < 0 or args.children < 0:
+        raise Error("--churn and --children take a count >= 0")
     for v in variants:
         d = build_deb(v)
         print(image_deb(d), flush=True)
-    return 0
+    if not (args.boot or args.churn is not None):
+        return 0
+    failed = 0
+    for v in variants:
+        job = "boot" if args.churn is None else "churn"
+        rc, rundir, results, seconds = boot_systemd(
+            v, job=job, churn=args.churn or 0, children=args.children,
+            timeout=args.timeout, echo=True)
+        bad = [l for l in results.splitlines() if l.startswith("not ok")]
+        print(f"{workbench.variant_name(v)}: {'pass' if rc == 0 and not bad else 'FAIL'}"
+              f" (status {rc}, {len(bad)} failed, {seconds:.0f} s wall; "
+              f"run directory {rundir})", flush=True)
+        failed += rc != 0 or bool(bad)
+    return 1 if failed else 0
 
 
 # --- a bookworm system on a disk ---------------------------------------------
