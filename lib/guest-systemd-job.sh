@@ -33,8 +33,9 @@ finish() {
 }
 
 echo "# kernel $(uname -r), job $job"
-state=$(systemctl is-system-running --wait 2>&1)
+state=$(timeout 1200 systemctl is-system-running --wait 2>&1)
 echo "# boot-to-running: $(now) s of guest uptime"
+[ -n "$state" ] || { state="still starting after 20 min"; systemctl list-jobs --no-pager | sed 's/^/# /'; }
 failed=$(systemctl --failed --plain --no-legend 2>/dev/null | cut -d' ' -f1 | tr '\n' ' ')
 case $state in
 running) tap 0 "systemctl is-system-running: running" ;;
