@@ -48,6 +48,14 @@ def compile_c(src, flags=(), name=None):
     stock = workbench.stock_tree()
     include = stock / "tools" / "testing" / "selftests"
     deps = [src] + sorted(src.parent.glob("*.h"))
+    # Headers of other directories included by relative path (tests/jobctl
+    # uses tests/wait/wait_util.h): part of the key too.
+    for dep in list(deps):
+        for inc in re.findall(r'^#include "(\.\./[^"]+)"',
+                              dep.read_text(errors="replace"), re.M):
+            other = (dep.parent / inc).resolve()
+            if other.exists() and other not in deps:
+                deps.append(other)
     key = workbench.digest(*[d.read_bytes() for d in deps], *flags)
     out = CACHE / "bin" / key / (name or src.stem)
     if out.exists():
@@ -244,6 +252,16 @@ def group_wait(tally, variant):
         run_group(tally, variant, "fast", "wait", tests, mem="2G")
 
 
+def group_jobctl(tally, variant):
+    """Job control: orphaned process groups, SIGHUP/SIGCONT at exit, the
+    tty's EIO, and a differential fuzzer against a model read from /proc
+    (tests/jobctl)."""
+    tests = [(src.stem, [compile_c(src)])
+             for src in sorted((REPO / "tests/jobctl").glob("*.c"))]
+    if tests:
+        run_group(tally, variant, "fast", "jobctl", tests, mem="2G")
+
+
 def group_selftests(tally, variant):
     dest = selftests()
     listed = (dest / "kselftest-list.txt").read_text().split()
@@ -358,6 +376,7 @@ GROUPS = {
     "smoke": lambda t, v, debug: group_smoke(t, v),
     "runner": lambda t, v, debug: v == "stock" and group_runner(t, v),
     "wait": lambda t, v, debug: group_wait(t, v),
+    "jobctl": lambda t, v, debug: group_jobctl(t, v),
     "selftests": lambda t, v, debug: group_selftests(t, v),
     "scaling": lambda t, v, debug: v != "stock" and group_scaling(t, v),
     "kmod": lambda t, v, debug: group_kmod(t, v),
@@ -393,6 +412,7 @@ BINARIES_MINUTES = 0.5            # the static test programs: 0.5
 # 140 s of programs and a slow boot, took 4.1 minutes at load average 3-5.
 GROUP_MINUTES = {("smoke", "fast"): 0.3, ("runner", "fast"): 1.7,
                  ("wait", "fast"): 2.3, ("selftests", "fast"): 3.3,
+                 ("jobctl", "fast"): 1.0,
                  ("scaling", "fast"): 1.0,
                  ("kmod", "fast"): 0.4, ("stress", "fast"): 3.8,
                  ("stress", "debug"): 4.2}
