@@ -25,6 +25,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 
@@ -1332,6 +1333,502 @@ static void scen_mem(void)
 	}
 }
 
+/* ---- exit*, orphan-exit, setpgid*, setsid, tstp-orphan, ttyin-orphan ---- */
+
+/*
+ * Job control: exits and group changes beside a process group or session
+ * of N (issue 11). CPU time per task comes from /proc/PID/schedstat
+ * (sum_exec_runtime, ns): under -icount it counts guest instructions of
+ * that task alone, so it splits a timed burst into the exiting children's
+ * own cost and the reaper's.
+ */
+static uint64_t schedstat_ns(pid_t pid)
+{
+	char path[64], buf[256];
+	unsigned long long ns = 0;
+	ssize_t len;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		die("open %s", path);
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		die("read %s", path);
+	buf[len] = 0;
+	if (sscanf(buf, "%llu", &ns) != 1)
+		die("parse %s", path);
+	return ns;
+}
+
+/* Where the N long-lived processes of the exit* scenarios are. */
+enum exit_where {
+	EXIT_SAME_PGRP,		/* our children, in our process group */
+	EXIT_OTHER_PGRP,	/* our children, in a group of their own */
+	EXIT_HELD,		/* children of a child of ours (same group) */
+};
+
+/* A child that holds N sleepers of its own until its pipe closes. */
+static pid_t make_holder(long n, int setpgrp_self)
+{
+	int ready[2], hold[2];
+	pid_t pid;
+	char c = 0;
+
+	if (pipe(ready) || pipe(hold))
+		die("pipe");
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) {
+		struct stackpool gp;
+		pid_t *gk = xcalloc(n, sizeof(pid_t));
+
+		if (setpgrp_self && setpgid(0, 0))
+			die("setpgid");
+		pool_init(&gp, n);
+		make_sleepers(gk, n, &gp);	/* they die with us */
+		close(hold[1]);
+		close(ready[0]);
+		xwrite(ready[1], &c, 1);
+		while (read(hold[0], &c, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	close(hold[0]);
+	close(ready[1]);
+	xread(ready[0], &c, 1);
+	close(ready[0]);
+	/* The holder exits when we close this (or die). */
+	return pid;
+}
+
+/*
+ * exit, exit-ownpgrp, exit-held: the demo's burst (bench/reenact.c), with
+ * its cost split. We are a subreaper holding the N; a "modprobe" child
+ * starts M gated children and exits, so they are reparented to us; the
+ * gate opens and we reap them with the tini loop (wait(), then WNOHANG
+ * until 0). Timed as reenact: from the gate's opening to the last reap.
+ * Each repeat also runs the burst once untimed, collecting the zombies by
+ * pid, to read every exiting child's own CPU time (schedstat, from asleep
+ * on the gate to zombie). Extra columns, per child: that exit cost, and
+ * our own CPU time in the timed burst (the reaping).
+ */
+static void burst_children(pid_t *sht, int gate[2])
+{
+	int tomain[2];
+	pid_t modprobe;
+	long i;
+
+	if (pipe(gate) || pipe(tomain))
+		die("pipe");
+	modprobe = fork();
+	if (modprobe < 0)
+		die("fork");
+	if (modprobe == 0) {
+		struct stackpool sp;
+
+		close(gate[1]);
+		close(tomain[0]);
+		pool_init(&sp, o.m);
+		for (i = 0; i < o.m; i++)
+			sht[i] = spawn_child(child_gate, gate_arg(gate),
+					     pool_top(&sp, i), 0);
+		xwrite(tomain[1], sht, o.m * sizeof(*sht));
+		_exit(0);
+	}
+	close(gate[0]);
+	close(tomain[1]);
+	xread(tomain[0], sht, o.m * sizeof(*sht));
+	close(tomain[0]);
+	if (waitpid(modprobe, NULL, 0) != modprobe)
+		die("waitpid(modprobe)");
+	/* Reparented to us; every one asleep on the gate. */
+	for (i = 0; i < o.m; i++) {
+		siginfo_t si = { 0 };
+
+		if (waitid(P_PID, sht[i], &si, WEXITED | WNOHANG | WNOWAIT))
+			die("burst child %d is not ours", sht[i]);
+		while (proc_stat(sht[i], NULL, NULL) != 'S')
+			sched_yield();
+	}
+}
+
+static void scen_exit(enum exit_where where)
+{
+	pid_t *lng = xcalloc(o.n, sizeof(*lng));
+	pid_t *sht = xcalloc(o.m, sizeof(*sht));
+	uint64_t *cpu = xcalloc(o.m, sizeof(*cpu));
+	uint64_t t0, t1, exit_ns, me0, me1;
+	struct stackpool lp;
+	int gate[2], r;
+	pid_t holder = 0, pid;
+	long i, reaped;
+
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))
+		die("PR_SET_CHILD_SUBREAPER");
+	pool_init(&lp, o.n);
+	if (where == EXIT_HELD) {
+		holder = make_holder(o.n, 0);
+	} else {
+		make_sleepers(lng, o.n, &lp);
+		if (where == EXIT_OTHER_PGRP && o.n)
+			own_pgrp(lng, o.n);
+	}
+	header(",exit_ns_per_child,reaper_ns_per_child");
+	for (r = 0; r < o.reps; r++) {
+		/* Untimed: each child's own cost, from its schedstat. */
+		burst_children(sht, gate);
+		for (i = 0; i < o.m; i++)
+			cpu[i] = schedstat_ns(sht[i]);
+		close(gate[1]);
+		wait_ready(sht, o.m, WEXITED);
+		exit_ns = 0;
+		for (i = 0; i < o.m; i++)
+			exit_ns += schedstat_ns(sht[i]) - cpu[i];
+		kill_reap(sht, o.m);
+
+		/* Timed: the demo's burst and tini loop. */
+		burst_children(sht, gate);
+		me0 = schedstat_ns(getpid());
+		t0 = now_ns();
+		close(gate[1]);
+		reaped = 0;
+		while (reaped < o.m) {
+			pid = wait(NULL);
+			if (pid < 0 && errno == EINTR)
+				continue;
+			expect_pid(pid, "wait");
+			reaped++;
+			while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
+				reaped++;
+		}
+		t1 = now_ns();
+		me1 = schedstat_ns(getpid());
+		printf("%s,%ld,%ld,%llu,%llu,%llu,%llu\n", o.scen, o.n, o.m,
+		       (unsigned long long)(t1 - t0),
+		       (unsigned long long)((t1 - t0) / o.m),
+		       (unsigned long long)(exit_ns / o.m),
+		       (unsigned long long)((me1 - me0) / o.m));
+		fflush(stdout);
+	}
+	if (holder) {
+		kill(holder, SIGKILL);
+		waitpid(holder, NULL, 0);
+		/* Its N die with it (PDEATHSIG) and come to us, the subreaper. */
+		while (wait(NULL) > 0 || errno == EINTR)
+			;
+	} else {
+		kill_reap(lng, o.n);
+	}
+}
+
+/*
+ * orphan-exit: the exit whose orphan check walks a group of N. A holder
+ * child H leads group G (it qualifies G: its parent, we, is in another
+ * group of the session) and has N sleeping children in G (they do not:
+ * their parent is in G). Each op: clone a child that joins G and exits,
+ * waitpid(pid). Its exit runs kill_orphaned_pgrp(): its parent (we) is in
+ * another group of the same session, so will_become_orphaned_pgrp()
+ * searches G for another member with a parent outside G: H, the oldest,
+ * which comes last. M times.
+ */
+static int child_join_exit(void *arg)
+{
+	syscall(SYS_setpgid, 0, (pid_t)(intptr_t)arg);
+	syscall(SYS_exit_group, 0);
+	return 0;
+}
+
+static void scen_orphan_exit(void)
+{
+	struct stackpool sp;
+	uint64_t t0, t1;
+	pid_t holder, pid;
+	int r, st;
+	long i;
+
+	holder = make_holder(o.n, 1);
+	pool_init(&sp, 1);
+	header(NULL);
+	for (r = 0; r < o.reps; r++) {
+		t0 = now_ns();
+		for (i = 0; i < o.m; i++) {
+			pid = spawn_child(child_join_exit,
+					  (void *)(intptr_t)holder,
+					  pool_top(&sp, 0), 0);
+			if (waitpid(pid, &st, 0) != pid)
+				die("waitpid");
+		}
+		t1 = now_ns();
+		report(o.m, t0, t1);
+	}
+	kill(holder, SIGKILL);
+	waitpid(holder, NULL, 0);
+}
+
+/*
+ * setpgid: a gated child X moves into a group of N+1 (a leader L and N
+ * sleepers) and back out into its own group: one op is the pair of
+ * setpgid() calls. setpgid-kids: the same moves, but X has N children of
+ * its own (in X's own group), and the group it joins is just L.
+ */
+static void scen_setpgid(int kids)
+{
+	pid_t *lng = xcalloc(o.n, sizeof(*lng));
+	struct stackpool lp, xp;
+	uint64_t t0, t1;
+	pid_t leader, x;
+	int gate[2], r;
+	long i;
+
+	pool_init(&lp, o.n);
+	pool_init(&xp, 2);
+	make_gated(&leader, 1, &xp, gate);
+	if (setpgid(leader, leader))
+		die("setpgid(L)");
+	if (kids) {
+		x = make_holder(o.n, 1);
+	} else {
+		make_sleepers(lng, o.n, &lp);
+		for (i = 0; i < o.n; i++)
+			if (setpgid(lng[i], leader))
+				die("setpgid");
+		x = spawn_child(child_sleep, NULL, pool_top(&xp, 1), 0);
+		if (setpgid(x, x))
+			die("setpgid(X)");
+	}
+	header(NULL);
+	for (r = 0; r < o.reps; r++) {
+		t0 = now_ns();
+		for (i = 0; i < o.m; i++)
+			if (setpgid(x, leader) || setpgid(x, x))
+				die("setpgid(X)");
+		t1 = now_ns();
+		report(o.m, t0, t1);
+	}
+	if (getpgid(x) != x)
+		die("X not back in its own group");
+	kill(x, SIGKILL);
+	waitpid(x, NULL, 0);
+	kill_reap(lng, kids ? 0 : o.n);
+	release_gated(&leader, 1, gate);
+	kill_reap(&leader, 1);
+}
+
+/*
+ * setsid: each op, a child of ours, in our group and session beside N
+ * sleeping siblings, calls setsid() and exits; only the setsid() is timed
+ * (by the child, in memory it shares with us).
+ */
+static uint64_t setsid_ns;
+
+static int child_setsid(void *arg)
+{
+	uint64_t t0 = now_ns();
+
+	(void)arg;
+	if (syscall(SYS_setsid) < 0)
+		syscall(SYS_exit_group, 1);
+	setsid_ns += now_ns() - t0;
+	syscall(SYS_exit_group, 0);
+	return 0;
+}
+
+static void scen_setsid(void)
+{
+	pid_t *lng = xcalloc(o.n, sizeof(*lng));
+	struct stackpool lp, sp;
+	pid_t pid;
+	int r, st;
+	long i;
+
+	pool_init(&lp, o.n);
+	pool_init(&sp, 1);
+	make_sleepers(lng, o.n, &lp);
+	header(NULL);
+	for (r = 0; r < o.reps; r++) {
+		setsid_ns = 0;
+		for (i = 0; i < o.m; i++) {
+			/* CLONE_VM: the child adds to our setsid_ns. */
+			pid = spawn_child(child_setsid, NULL, pool_top(&sp, 0), 0);
+			if (waitpid(pid, &st, 0) != pid || st != 0)
+				die("setsid child");
+		}
+		report(o.m, 0, setsid_ns);
+	}
+	kill_reap(lng, o.n);
+}
+
+/*
+ * tstp-orphan, ttyin-orphan: a job-control check in an orphaned group of
+ * N+1. X leads group G in a session of its own leader H (so X's parent,
+ * us once H's middle child has exited, is in another session) and has N
+ * sleeping children in G: no member has a parent in another group of the
+ * session, so G is orphaned, and is_current_pgrp_orphaned() walks all of
+ * it. tstp-orphan: one op is kill(X, SIGTSTP) (discarded, as G is
+ * orphaned) and a pipe round trip to X. ttyin-orphan: X reads its
+ * controlling tty (a pty whose foreground group is H's) from the
+ * background; one op is one read() that fails with EIO, timed by X.
+ */
+struct orphan_job {
+	pid_t h, x;
+	int in, out;		/* to X, from X */
+};
+
+static void orphan_x_main(int tty, int in, int out)
+{
+	pid_t *gk = xcalloc(o.n, sizeof(pid_t)), me = getpid();
+	struct stackpool gp;
+	uint64_t t[2];
+	char c = 0;
+	long i;
+
+	if (setpgid(0, 0))
+		die("setpgid(X)");
+	pool_init(&gp, o.n);
+	make_sleepers(gk, o.n, &gp);	/* they die with us */
+	xwrite(out, &me, sizeof(me));
+	for (;;) {
+		if (read(in, &c, 1) != 1)
+			_exit(0);
+		if (tty < 0) {		/* tstp-orphan: echo */
+			xwrite(out, &c, 1);
+			continue;
+		}
+		t[0] = now_ns();
+		for (i = 0; i < o.m; i++)
+			if (read(tty, &c, 1) != -1 || errno != EIO)
+				die("background read of the tty did not fail "
+				    "with EIO");
+		t[1] = now_ns();
+		xwrite(out, t, sizeof(t));
+	}
+}
+
+/* Parent pid of @pid from /proc/PID/stat, 0 if gone. */
+static pid_t proc_ppid(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	ssize_t len;
+	int fd, ppid = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return 0;
+	buf[len] = 0;
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2, "%*c %d", &ppid) != 1)
+		return 0;
+	return ppid;
+}
+
+static void orphan_job_start(struct orphan_job *j, int with_tty)
+{
+	int in[2], out[2], tty = -1;
+	pid_t mid;
+
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))
+		die("PR_SET_CHILD_SUBREAPER");
+	if (pipe(in) || pipe(out))
+		die("pipe");
+	j->h = fork();
+	if (j->h < 0)
+		die("fork");
+	if (j->h == 0) {
+		close(in[1]);
+		close(out[0]);
+		if (setsid() < 0)
+			die("setsid");
+		if (with_tty) {
+			int ptm = posix_openpt(O_RDWR | O_NOCTTY);
+
+			if (ptm < 0 || grantpt(ptm) || unlockpt(ptm))
+				die("posix_openpt");
+			tty = open(ptsname(ptm), O_RDWR | O_NOCTTY);
+			if (tty < 0 || ioctl(tty, TIOCSCTTY, 0))
+				die("pty as controlling tty");
+		}
+		mid = fork();
+		if (mid < 0)
+			die("fork");
+		if (mid == 0) {
+			pid_t x = fork();
+
+			if (x < 0)
+				die("fork");
+			if (x == 0)
+				orphan_x_main(tty, in[0], out[1]);
+			_exit(0);
+		}
+		/* H: hold the session (and the pty) until killed. */
+		close(in[0]);
+		close(out[1]);
+		for (;;)
+			pause();
+	}
+	close(in[0]);
+	close(out[1]);
+	j->in = in[1];
+	j->out = out[0];
+	xread(j->out, &j->x, sizeof(j->x));	/* X and its N are there */
+	/* X's parent exits; X comes to us, in another session. */
+	while (proc_ppid(j->x) != getpid())
+		sched_yield();
+}
+
+static void orphan_job_end(struct orphan_job *j)
+{
+	close(j->in);
+	close(j->out);
+	kill(j->h, SIGKILL);
+	kill(j->x, SIGKILL);
+	/* H, X, X's N (PDEATHSIG) and H's zombie child all come to us. */
+	while (wait(NULL) > 0 || errno == EINTR)
+		;
+	if (errno != ECHILD)
+		die("wait");
+}
+
+static void scen_orphan_job(int with_tty)
+{
+	struct orphan_job j;
+	uint64_t t0, t1, t[2];
+	char c = 'p';
+	int r;
+	long i;
+
+	orphan_job_start(&j, with_tty);
+	header(NULL);
+	for (r = 0; r < o.reps; r++) {
+		if (with_tty) {
+			xwrite(j.in, &c, 1);
+			xread(j.out, t, sizeof(t));
+			report(o.m, t[0], t[1]);
+			continue;
+		}
+		t0 = now_ns();
+		for (i = 0; i < o.m; i++) {
+			if (kill(j.x, SIGTSTP))
+				die("kill(X, SIGTSTP)");
+			xwrite(j.in, &c, 1);
+			xread(j.out, &c, 1);
+		}
+		t1 = now_ns();
+		report(o.m, t0, t1);
+	}
+	if (proc_stat(j.x, NULL, NULL) == 'T')
+		die("X stopped: its group is not orphaned");
+	orphan_job_end(&j);
+}
+
 /* ---- main ---- */
 
 static const struct {
@@ -1360,6 +1857,15 @@ static const struct {
 	{ "orphans", 1000, 512, "child of a pid ns init: time its reaping of M" },
 	{ "spawn", 1000, 100, "vfork-like job + waitpid(pid) x M [-- TRACER]" },
 	{ "mem", 1000, 0, "KiB of memory per long-lived child (meminfo)" },
+	{ "exit", 1000, 512, "the demo's burst; the N in our group; split" },
+	{ "exit-ownpgrp", 1000, 512, "the same, the N in a group of their own" },
+	{ "exit-held", 1000, 512, "the same, the N our child's, not ours" },
+	{ "orphan-exit", 1000, 100, "clone+setpgid+exit+waitpid into a group of N" },
+	{ "setpgid", 1000, 100, "setpgid() into a group of N and out, x M" },
+	{ "setpgid-kids", 1000, 100, "the same, the mover has N children" },
+	{ "setsid", 1000, 100, "setsid() beside N in the group and session" },
+	{ "tstp-orphan", 1000, 100, "SIGTSTP to an orphaned group of N" },
+	{ "ttyin-orphan", 1000, 100, "background tty read (EIO), orphaned N" },
 };
 
 static void usage(void)
@@ -1485,5 +1991,23 @@ int main(int argc, char **argv)
 		scen_spawn(optind < argc ? argv + optind : NULL);
 	else if (!strcmp(scen, "mem"))
 		scen_mem();
+	else if (!strcmp(scen, "exit"))
+		scen_exit(EXIT_SAME_PGRP);
+	else if (!strcmp(scen, "exit-ownpgrp"))
+		scen_exit(EXIT_OTHER_PGRP);
+	else if (!strcmp(scen, "exit-held"))
+		scen_exit(EXIT_HELD);
+	else if (!strcmp(scen, "orphan-exit"))
+		scen_orphan_exit();
+	else if (!strcmp(scen, "setpgid"))
+		scen_setpgid(0);
+	else if (!strcmp(scen, "setpgid-kids"))
+		scen_setpgid(1);
+	else if (!strcmp(scen, "setsid"))
+		scen_setsid();
+	else if (!strcmp(scen, "tstp-orphan"))
+		scen_orphan_job(0);
+	else if (!strcmp(scen, "ttyin-orphan"))
+		scen_orphan_job(1);
 	return 0;
 }

@@ -45,18 +45,28 @@ CLIENTS = {
     "strace": ("strace", [], "spawn",
                ["--", "strace", "-f", "-q", "-o", "/dev/null"]),
 }
+# Exits and job control beside a process group or session of N (issue
+# 11): the demo's burst split into the exits' and the reaper's CPU time,
+# the orphaned-group check at exit, setpgid(), setsid(), SIGTSTP and a
+# background tty read in an orphaned group.
+JOBCTL = ["exit", "exit-ownpgrp", "exit-held", "orphan-exit", "setpgid",
+          "setpgid-kids", "setsid", "tstp-orphan", "ttyin-orphan"]
 # The idle-*, pgrp-*, nothread and threads-stopped scenarios time waits
 # beside children whose report the wait cannot take (issue 9, part 2).
 SCENARIOS = ["burst", "empty", "peek", "pgrp", "stopped", "continued",
              "ptrace", "threads", "pidns", "forkwait", "mixed",
              "idle-stopped", "idle-continued", "idle-clone", "pgrp-zombies",
-             "nothread", "pgrp-grandkids", "threads-stopped", *CLIENTS]
+             "nothread", "pgrp-grandkids", "threads-stopped", *CLIENTS,
+             *JOBCTL]
 # Operations timed per sample.  Under -icount one sample is exact, so M
 # only has to be large enough to average over the per-reap variation.
 # The inits get a burst of 512 exits, like the demo.
 OPS = {"empty": 200, "forkwait": 200, "mixed": 200, "nothread": 200,
        "pgrp-grandkids": 200, "tini": 512,
-       "dumb-init": 512, "catatonit": 512, "strace": 100}
+       "dumb-init": 512, "catatonit": 512, "strace": 100,
+       "exit": 512, "exit-ownpgrp": 512, "exit-held": 512,
+       "orphan-exit": 100, "setpgid": 200, "setpgid-kids": 200,
+       "setsid": 100, "tstp-orphan": 100, "ttyin-orphan": 200}
 DEFAULT_OPS = 50
 SIZES = [0, 1000, 10000, 100000]
 QUICK = {"sizes": [0, 1000], "scenarios": ["burst", "empty", "forkwait"],
