@@ -1413,8 +1413,9 @@ static pid_t make_holder(long n, int setpgrp_self)
  * until 0). Timed as reenact: from the gate's opening to the last reap.
  * Each repeat also runs the burst once untimed, collecting the zombies by
  * pid, to read every exiting child's own CPU time (schedstat, from asleep
- * on the gate to zombie). Extra columns, per child: that exit cost, and
- * our own CPU time in the timed burst (the reaping).
+ * on the gate to zombie). Extra columns: that exit cost per child and its
+ * maximum (the child that pays for a shared mm's teardown shows there),
+ * and our own CPU time in the timed burst (the reaping) per child.
  */
 static void burst_children(pid_t *sht, int gate[2])
 {
@@ -1461,7 +1462,7 @@ static void scen_exit(enum exit_where where)
 	pid_t *lng = xcalloc(o.n, sizeof(*lng));
 	pid_t *sht = xcalloc(o.m, sizeof(*sht));
 	uint64_t *cpu = xcalloc(o.m, sizeof(*cpu));
-	uint64_t t0, t1, exit_ns, me0, me1;
+	uint64_t t0, t1, exit_ns, exit_max, me0, me1;
 	struct stackpool lp;
 	int gate[2], r;
 	pid_t holder = 0, pid;
@@ -1477,7 +1478,7 @@ static void scen_exit(enum exit_where where)
 		if (where == EXIT_OTHER_PGRP && o.n)
 			own_pgrp(lng, o.n);
 	}
-	header(",exit_ns_per_child,reaper_ns_per_child");
+	header(",exit_ns_per_child,exit_ns_max,reaper_ns_per_child");
 	for (r = 0; r < o.reps; r++) {
 		/* Untimed: each child's own cost, from its schedstat. */
 		burst_children(sht, gate);
@@ -1485,9 +1486,13 @@ static void scen_exit(enum exit_where where)
 			cpu[i] = schedstat_ns(sht[i]);
 		close(gate[1]);
 		wait_ready(sht, o.m, WEXITED);
-		exit_ns = 0;
-		for (i = 0; i < o.m; i++)
-			exit_ns += schedstat_ns(sht[i]) - cpu[i];
+		exit_ns = exit_max = 0;
+		for (i = 0; i < o.m; i++) {
+			cpu[i] = schedstat_ns(sht[i]) - cpu[i];
+			exit_ns += cpu[i];
+			if (cpu[i] > exit_max)
+				exit_max = cpu[i];
+		}
 		kill_reap(sht, o.m);
 
 		/* Timed: the demo's burst and tini loop. */
@@ -1507,10 +1512,11 @@ static void scen_exit(enum exit_where where)
 		}
 		t1 = now_ns();
 		me1 = schedstat_ns(getpid());
-		printf("%s,%ld,%ld,%llu,%llu,%llu,%llu\n", o.scen, o.n, o.m,
-		       (unsigned long long)(t1 - t0),
+		printf("%s,%ld,%ld,%llu,%llu,%llu,%llu,%llu\n", o.scen, o.n,
+		       o.m, (unsigned long long)(t1 - t0),
 		       (unsigned long long)((t1 - t0) / o.m),
 		       (unsigned long long)(exit_ns / o.m),
+		       (unsigned long long)exit_max,
 		       (unsigned long long)((me1 - me0) / o.m));
 		fflush(stdout);
 	}
