@@ -242,20 +242,12 @@ static bool chance(int pct)
 static bool proc_stat(pid_t pid, pid_t tid, char *state, pid_t *ppid,
 		      pid_t *pgrp)
 {
-	char path[64], buf[512], *p;
-	int fd, pp, pg;
-	ssize_t n;
+	char buf[512], *p;
+	int pp, pg;
 	char st;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (proc_task_read(pid, tid, "stat", buf, sizeof(buf)) <= 0)
 		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
 	p = strrchr(buf, ')');
 	if (!p || sscanf(p + 1, " %c %d %d", &st, &pp, &pg) != 3)
 		return false;
@@ -281,19 +273,10 @@ static char tstate(pid_t pid, pid_t tid)
  */
 static pid_t tracer_of(pid_t pid, pid_t tid)
 {
-	char path[64], buf[2048], *p;
-	ssize_t n;
-	int fd;
+	char buf[2048], *p;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (proc_task_read(pid, tid, "status", buf, sizeof(buf)) <= 0)
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
 	p = strstr(buf, "TracerPid:");
 	return p ? atoi(p + 10) : -1;
 }
@@ -573,19 +556,11 @@ static bool verdict(const struct uview *u, pid_t g, const struct ans *got,
 /* Is @pid in /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN)? */
 static int in_children(pid_t pid, pid_t tid, pid_t child)
 {
-	char path[64], buf[4096], *p;
-	ssize_t n;
-	int fd;
+	char buf[4096], *p;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", pid, tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	/* An empty list (no children) is an answer too. */
+	if (proc_task_read(pid, tid, "children", buf, sizeof(buf)) < 0)
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = '\0';
 	for (p = buf; *p; ) {
 		char *end;
 		long v = strtol(p, &end, 10);
@@ -2217,18 +2192,8 @@ static void seed_begin(unsigned long seed)
 static void proc_line(pid_t pid, pid_t tid, const char *name, char *buf,
 		      size_t n)
 {
-	char path[96];
-	ssize_t r;
-	int fd;
-
-	buf[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", pid, tid, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	r = read(fd, buf, n - 1);
-	close(fd);
-	buf[r > 0 ? r : 0] = '\0';
+	/* Gone or unreadable: buf stays "". */
+	proc_task_read(pid, tid, name, buf, n);
 	for (char *p = buf; *p; p++)
 		if (*p == '\n')
 			*p = *(p + 1) ? ';' : '\0';
