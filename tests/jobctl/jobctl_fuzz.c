@@ -376,6 +376,52 @@ static int check_groups(struct fuzz *f)
 	return 0;
 }
 
+static int slot_of(struct fuzz *f, pid_t pid)
+{
+	for (int i = 0; i < f->j.n; i++)
+		if (f->j.pid[i] == pid && live(f, i))
+			return i;
+	return -1;
+}
+
+/* An agent whose exit may orphan a group with a stopped member. */
+static int aim(struct fuzz *f)
+{
+	int c[4 * JC_MAX], n = 0;
+
+	take(&f->pre);
+	for (int i = 0; i < f->pre.n; i++) {
+		struct proc *s = &f->pre.p[i];
+
+		if (!s->stopped || slot_of(f, s->pid) < 0)
+			continue;
+		for (int k = 0; k < f->pre.n && n < 4 * JC_MAX - 2; k++) {
+			struct proc *m = &f->pre.p[k], *pp;
+			int x;
+
+			if (m->pgid != s->pgid)
+				continue;
+			pp = find(&f->pre, m->ppid);
+			if (!pp)
+				continue;
+			/* A member with a parent elsewhere, or its parent. */
+			if (m->alive && pp->pgid != m->pgid &&
+			    pp->sid == m->sid) {
+				if ((x = slot_of(f, m->pid)) >= 0)
+					c[n++] = x;
+				if ((x = slot_of(f, pp->pid)) >= 0)
+					c[n++] = x;
+			}
+			/* The parent of a zombie member. */
+			if (!m->alive && (x = slot_of(f, pp->pid)) >= 0)
+				c[n++] = x;
+		}
+	}
+	if (!n)
+		return pick(f->j.n);
+	return c[pick(n)];
+}
+
 /* One random operation; 0, or -1 with f->why set. */
 static int step(struct fuzz *f, int opno)
 {
@@ -385,7 +431,29 @@ static int step(struct fuzz *f, int opno)
 	long r;
 
 	f->nhup = 0;
-	if (kind < 18 && j->n < JC_MAX && nlive(f) < MAXAGENTS) {
+	if (kind < 8 && nlive(f) > 1) {
+		/*
+		 * Aim at a group with a stopped member: the exit (or SIGKILL)
+		 * of one of its qualifying members, of such a member's
+		 * parent, or of a zombie member's parent; else a random exit.
+		 */
+		a = aim(f);
+		if (a < 0 || !live(f, a))
+			return 0;
+		take(&f->pre);
+		if (!running(f, a)) {
+			jc_kill(j, a, SIGKILL);
+			j->gone[a] = true;
+			while (jc_alive(j->pid[a]))
+				sched_yield();
+		} else {
+			jc_exit(j, a, 0);
+		}
+		take(&f->post);
+		predict_exit(f, j->pid[a]);
+		note("%d: agent %d (pid %d) exits (aimed); model: %d group(s) "
+		     "get SIGHUP+SIGCONT", opno, a, j->pid[a], f->nhup);
+	} else if (kind < 33 && j->n < JC_MAX && nlive(f) < MAXAGENTS) {
 		a = pick_running(f);
 		if (a < 0)
 			return 0;
@@ -396,7 +464,7 @@ static int step(struct fuzz *f, int opno)
 		}
 		note("%d: agent %d forks agent %d (pid %d)", opno, a, k,
 		     j->pid[k]);
-	} else if (kind < 30) {
+	} else if (kind < 47) {
 		a = pick_running(f);
 		g = pick_group(f);
 		if (a < 0 || g < 0)
@@ -405,7 +473,7 @@ static int step(struct fuzz *f, int opno)
 			g = 0;		/* a group of its own */
 		r = jc_call(j, a, JC_SETPGID, 0, g);
 		note("%d: agent %d setpgid(0, %d) = %ld", opno, a, g, r);
-	} else if (kind < 38) {
+	} else if (kind < 55) {
 		/* A parent moves one of its children. */
 		int c = pick(j->n);
 
@@ -424,13 +492,13 @@ static int step(struct fuzz *f, int opno)
 		r = jc_call(j, a, JC_SETPGID, j->pid[c], g);
 		note("%d: agent %d setpgid(agent %d, %d) = %ld", opno, a, c,
 		     g, r);
-	} else if (kind < 43) {
+	} else if (kind < 59) {
 		a = pick_running(f);
 		if (a < 0)
 			return 0;
 		r = jc_call(j, a, JC_SETSID, 0, 0);
 		note("%d: agent %d setsid() = %ld", opno, a, r);
-	} else if (kind < 61 && nlive(f) > 1) {
+	} else if (kind < 66 && nlive(f) > 1) {
 		bool sigkill = pick(4) == 0;
 
 		a = sigkill ? pick(j->n) : pick_running(f);
@@ -450,13 +518,13 @@ static int step(struct fuzz *f, int opno)
 		note("%d: agent %d (pid %d) %s; model: %d group(s) get "
 		     "SIGHUP+SIGCONT", opno, a, j->pid[a],
 		     sigkill ? "is killed" : "exits", f->nhup);
-	} else if (kind < 78) {
+	} else if (kind < 80) {
 		a = pick_live(f, false);
 		if (a < 0)
 			return 0;
 		jc_stop(j, a);
 		note("%d: agent %d stopped", opno, a);
-	} else if (kind < 84) {
+	} else if (kind < 86) {
 		a = pick_live(f, true);
 		if (a < 0)
 			return 0;
@@ -466,7 +534,7 @@ static int step(struct fuzz *f, int opno)
 			return -1;
 		}
 		note("%d: agent %d continued", opno, a);
-	} else if (kind < 90) {
+	} else if (kind < 91) {
 		a = pick_running(f);
 		if (a < 0)
 			return 0;
@@ -474,7 +542,7 @@ static int step(struct fuzz *f, int opno)
 		r = jc_call(j, a, JC_SUBREAPER, f->subreaper[a], 0);
 		note("%d: agent %d subreaper %d = %ld", opno, a,
 		     f->subreaper[a], r);
-	} else if (kind < 96) {
+	} else if (kind < 97) {
 		/* Reap a zombie agent, by its parent. */
 		int c = pick(j->n);
 
