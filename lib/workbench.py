@@ -701,6 +701,7 @@ def boot(img, cmd, accel, smp=2, mem="2G", timeout=600, rundir=None,
     write_job(rundir, cmd, env, cwd)
     write_guest_mounts(rundir, shares)
     argv = qemu_command(img, rundir, accel, smp, mem, icount, shares)
+    argv += shlex.split(os.environ.get("FASTREAP_QEMU_EXTRA", ""))
     (rundir / "qemu.cmd").write_text(shlex.join(argv) + "\n")
     output = rundir / "output"
     output.touch()
