@@ -7,7 +7,10 @@
  * A pid-1-like reaper (PR_SET_CHILD_SUBREAPER) holds N long-lived children,
  * like init holding events/0..events/4095 and friends. A "modprobe" child
  * then starts M children (stop_machine's one thread per CPU) and exits, so
- * the M are reparented to the reaper, behind the N. When they all exit at
+ * the M are reparented to the reaper, behind the N. Like the kernel
+ * threads of 2007, none of them has an address space of its own to free
+ * (they share the reaper's, unless --fork): so the burst's exits cost the
+ * same at any N, and what grows with N is wait()'s alone. When they all exit at
  * once the reaper collects them with a tini-like loop: block in wait(-1),
  * then waitpid(-1, WNOHANG) until it returns 0, and again. The time from
  * the burst of exits until the last zombie is gone is printed as
@@ -23,6 +26,33 @@
 
 #include <getopt.h>
 #include <sys/prctl.h>
+
+struct modprobe {
+	int *gate;		/* the children exit when [1] is closed */
+	int *tomain;		/* their pids go to [1] */
+	pid_t *burst;
+	long m;
+	struct stackpool *pool;
+};
+
+/* stop_machine: one child per "CPU", then go away */
+static int modprobe_main(void *arg)
+{
+	struct modprobe *mp = arg;
+	long i;
+
+	close(mp->gate[1]);
+	close(mp->tomain[0]);
+	pool_init(mp->pool, mp->m);
+	for (i = 0; i < mp->m; i++)
+		mp->burst[i] = spawn_child(child_gate, gate_arg(mp->gate),
+					   pool_top(mp->pool, i), 0);
+	if (write(mp->tomain[1], mp->burst, mp->m * sizeof(*mp->burst)) !=
+	    (ssize_t)(mp->m * sizeof(*mp->burst)))
+		syscall(SYS_exit_group, 1);
+	syscall(SYS_exit_group, 0);
+	return 0;
+}
 
 static void usage(void)
 {
@@ -44,7 +74,8 @@ int main(int argc, char **argv)
 	};
 	long n = 2000, m = 1000, i, reaped;
 	int reps = 1, csv = 0, c, r, gate[2], tomain[2];
-	struct stackpool lp, sp;
+	struct stackpool lp, sp, mpstack;
+	struct modprobe mp;
 	pid_t *lng, *burst, modprobe, pid;
 	uint64_t t0, t1;
 	siginfo_t si;
@@ -70,6 +101,7 @@ int main(int argc, char **argv)
 	lng = xcalloc(n, sizeof(*lng));
 	burst = xcalloc(m, sizeof(*burst));
 	pool_init(&lp, n);
+	pool_init(&mpstack, 1);
 	make_sleepers(lng, n, &lp);
 	if (csv)
 		printf("scenario,N,M,total_ns,ns_per_op\n");
@@ -77,23 +109,14 @@ int main(int argc, char **argv)
 	for (r = 0; r < reps; r++) {
 		if (pipe(gate) || pipe(tomain))
 			die("pipe");
-		modprobe = fork();
-		if (modprobe < 0)
-			die("fork");
-		if (modprobe == 0) {
-			/* stop_machine: one child per "CPU", then go away */
-			close(gate[1]);
-			close(tomain[0]);
-			pool_init(&sp, m);
-			for (i = 0; i < m; i++)
-				burst[i] = spawn_child(child_gate,
-						       gate_arg(gate),
-						       pool_top(&sp, i), 0);
-			if (write(tomain[1], burst, m * sizeof(*burst)) !=
-			    (ssize_t)(m * sizeof(*burst)))
-				_exit(1);
-			_exit(0);
-		}
+		sp.base = NULL;		/* set by modprobe_main() unless --fork */
+		mp.gate = gate;
+		mp.tomain = tomain;
+		mp.burst = burst;
+		mp.m = m;
+		mp.pool = &sp;
+		modprobe = spawn_child(modprobe_main, &mp, pool_top(&mpstack, 0),
+				       0);
 		close(gate[0]);
 		close(tomain[1]);
 		for (i = 0; i < (long)(m * sizeof(*burst));) {
@@ -138,6 +161,9 @@ int main(int argc, char **argv)
 		fprintf(stderr,
 			"reenact: reaper with %ld long-lived children: a burst of %ld exits was fully reaped in %.3f ms (%.1f us per zombie)\n",
 			n, m, (t1 - t0) / 1e6, (t1 - t0) / 1e3 / m);
+		/* the burst's stacks, mapped by "modprobe" in our memory */
+		if (sp.base)
+			munmap(sp.base, sp.n * CHILD_STACK);
 	}
 	kill_reap(lng, n);
 	return 0;
