@@ -165,8 +165,13 @@ static inline void pool_init(struct stackpool *p, size_t n)
 		       -1, 0);
 	if (p->base == MAP_FAILED)
 		die("mmap stack pool of %zu children", p->n);
-	/* Keep fork() of the parent cheap: no child needs these stacks. */
-	madvise(p->base, p->n * CHILD_STACK, MADV_DONTFORK);
+	/*
+	 * Keep fork() of the parent cheap: no child needs these stacks.
+	 * Without this a fork copies a page per long-lived child, and the
+	 * exit of its last user frees them: O(N) that is not wait()'s.
+	 */
+	if (madvise(p->base, p->n * CHILD_STACK, MADV_DONTFORK))
+		die("madvise(MADV_DONTFORK): no CONFIG_ADVISE_SYSCALLS?");
 }
 
 static inline void *pool_top(struct stackpool *p, size_t i)
