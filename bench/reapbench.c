@@ -80,38 +80,6 @@ static void expect_pid(pid_t pid, const char *what)
 		die("%s returned %d", what, pid);
 }
 
-static void xwrite(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-	ssize_t w;
-
-	while (len) {
-		w = write(fd, p, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			die("write");
-		p += w;
-		len -= w;
-	}
-}
-
-static void xread(int fd, void *buf, size_t len)
-{
-	char *p = buf;
-	ssize_t r;
-
-	while (len) {
-		r = read(fd, p, len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			die("read");
-		p += r;
-		len -= r;
-	}
-}
-
 /* ---- what the N long-lived children are doing meanwhile ---- */
 
 /*
@@ -1000,7 +968,7 @@ static void scen_orphans(void)
 	struct epoll_event ev, *evs = xcalloc(o.m, sizeof(*evs));
 	struct rlimit rl;
 	pid_t *sht = xcalloc(o.m, sizeof(*sht)), pid;
-	int *pfd = xcalloc(o.m, sizeof(*pfd)), gate[2], back[2], ep, r, k;
+	int *pfd = xcalloc(o.m, sizeof(*pfd)), gate[2], ep, r, k;
 	uint64_t t0, t1, c0[2], c1[2];
 	long i, got;
 
@@ -1038,27 +1006,8 @@ static void scen_orphans(void)
 		die("sched_setscheduler(SCHED_IDLE)");
 	header(",init_user_ns,init_sys_ns");
 	for (r = 0; r < o.reps; r++) {
-		if (pipe(gate) || pipe(back))
-			die("pipe");
-		pid = fork();
-		if (pid < 0)
-			die("fork");
-		if (pid == 0) {
-			close(back[0]);
-			pool_init(&pool, o.m);
-			for (i = 0; i < o.m; i++)
-				sht[i] = spawn_child(child_gate, gate_arg(gate),
-						     pool_top(&pool, i), 0);
-			xwrite(back[1], sht, o.m * sizeof(*sht));
-			_exit(0);
-		}
-		close(back[1]);
-		close(gate[0]);
-		xread(back[0], sht, o.m * sizeof(*sht));
-		close(back[0]);
-		/* Once their parent is reaped, the M are the init's. */
-		if (waitpid(pid, NULL, 0) != pid)
-			die("waitpid");
+		/* once their parent is reaped, the M are the init's */
+		modprobe_burst(sht, o.m, gate, NULL);
 		ep = epoll_create1(EPOLL_CLOEXEC);
 		if (ep < 0)
 			die("epoll_create1");
@@ -1432,33 +1381,9 @@ static pid_t make_holder(long n, int setpgrp_self)
  */
 static void burst_children(pid_t *sht, int gate[2])
 {
-	int tomain[2];
-	pid_t modprobe;
 	long i;
 
-	if (pipe(gate) || pipe(tomain))
-		die("pipe");
-	modprobe = fork();
-	if (modprobe < 0)
-		die("fork");
-	if (modprobe == 0) {
-		struct stackpool sp;
-
-		close(gate[1]);
-		close(tomain[0]);
-		pool_init(&sp, o.m);
-		for (i = 0; i < o.m; i++)
-			sht[i] = spawn_child(child_gate, gate_arg(gate),
-					     pool_top(&sp, i), 0);
-		xwrite(tomain[1], sht, o.m * sizeof(*sht));
-		_exit(0);
-	}
-	close(gate[0]);
-	close(tomain[1]);
-	xread(tomain[0], sht, o.m * sizeof(*sht));
-	close(tomain[0]);
-	if (waitpid(modprobe, NULL, 0) != modprobe)
-		die("waitpid(modprobe)");
+	modprobe_burst(sht, o.m, gate, NULL);
 	/* Reparented to us; every one asleep on the gate. */
 	for (i = 0; i < o.m; i++) {
 		siginfo_t si = { 0 };

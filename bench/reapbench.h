@@ -292,6 +292,99 @@ static inline void make_sleepers(pid_t *pids, long n, struct stackpool *pool)
 		pids[i] = spawn_child(child_sleep, NULL, pool_top(pool, i), 0);
 }
 
+static inline void xwrite(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	ssize_t w;
+
+	while (len) {
+		w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			die("write");
+		p += w;
+		len -= w;
+	}
+}
+
+static inline void xread(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	ssize_t r;
+
+	while (len) {
+		r = read(fd, p, len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			die("read");
+		p += r;
+		len -= r;
+	}
+}
+
+/*
+ * The 2007 burst: a "modprobe" child starts @m children, each asleep on a
+ * new @gate, sends us their pids and exits, so that they are reparented to
+ * our subreaper or init.  With @shared it shares our memory, as 2007's
+ * kernel threads did (clone(CLONE_VM)), and maps the @m stacks into
+ * @shared, which the caller unmaps once they are reaped.  Without, it is a
+ * fork(): its copy of our memory is torn down by the last of them to exit.
+ * Returns once it is reaped, with the pids in @pids.
+ */
+struct burst {
+	int *gate;
+	int *tomain;
+	pid_t *pids;
+	long m;
+	struct stackpool *pool;
+};
+
+static inline int burst_main(void *arg)
+{
+	struct burst *b = arg;
+	size_t len = b->m * sizeof(*b->pids);
+	long i;
+
+	close(b->gate[1]);
+	close(b->tomain[0]);
+	pool_init(b->pool, b->m);
+	for (i = 0; i < b->m; i++)
+		b->pids[i] = spawn_child(child_gate, gate_arg(b->gate),
+					 pool_top(b->pool, i), 0);
+	/* no exit(): with CLONE_VM, glibc's state is the caller's */
+	syscall(SYS_exit_group, write(b->tomain[1], b->pids, len) !=
+		(ssize_t)len);
+	return 0;
+}
+
+static inline void modprobe_burst(pid_t *pids, long m, int gate[2],
+				  struct stackpool *shared)
+{
+	static struct stackpool own_stack;
+	struct stackpool unshared;
+	int tomain[2];
+	struct burst b = { gate, tomain, pids, m, shared ? shared : &unshared };
+	pid_t pid;
+
+	if (pipe(gate) || pipe(tomain))
+		die("pipe");
+	if (shared) {
+		shared->base = NULL;	/* unless the child maps it */
+		if (!own_stack.n)
+			pool_init(&own_stack, 1);
+	}
+	pid = spawn_child(burst_main, &b,
+			  shared ? pool_top(&own_stack, 0) : NULL, 0);
+	close(gate[0]);
+	close(tomain[1]);
+	xread(tomain[0], pids, m * sizeof(*pids));
+	close(tomain[0]);
+	if (waitpid(pid, NULL, 0) != pid)
+		die("waitpid(modprobe)");
+}
+
 static inline void *xcalloc(size_t n, size_t sz)
 {
 	void *p = calloc(n ? n : 1, sz);

@@ -27,33 +27,6 @@
 #include <getopt.h>
 #include <sys/prctl.h>
 
-struct modprobe {
-	int *gate;		/* the children exit when [1] is closed */
-	int *tomain;		/* their pids go to [1] */
-	pid_t *burst;
-	long m;
-	struct stackpool *pool;
-};
-
-/* stop_machine: one child per "CPU", then go away */
-static int modprobe_main(void *arg)
-{
-	struct modprobe *mp = arg;
-	long i;
-
-	close(mp->gate[1]);
-	close(mp->tomain[0]);
-	pool_init(mp->pool, mp->m);
-	for (i = 0; i < mp->m; i++)
-		mp->burst[i] = spawn_child(child_gate, gate_arg(mp->gate),
-					   pool_top(mp->pool, i), 0);
-	if (write(mp->tomain[1], mp->burst, mp->m * sizeof(*mp->burst)) !=
-	    (ssize_t)(mp->m * sizeof(*mp->burst)))
-		syscall(SYS_exit_group, 1);
-	syscall(SYS_exit_group, 0);
-	return 0;
-}
-
 static void usage(void)
 {
 	fprintf(stderr,
@@ -73,10 +46,9 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	long n = 2000, m = 1000, i, reaped;
-	int reps = 1, csv = 0, c, r, gate[2], tomain[2];
-	struct stackpool lp, sp, mpstack;
-	struct modprobe mp;
-	pid_t *lng, *burst, modprobe, pid;
+	int reps = 1, csv = 0, c, r, gate[2];
+	struct stackpool lp, sp;
+	pid_t *lng, *burst, pid;
 	uint64_t t0, t1;
 	siginfo_t si;
 
@@ -101,35 +73,13 @@ int main(int argc, char **argv)
 	lng = xcalloc(n, sizeof(*lng));
 	burst = xcalloc(m, sizeof(*burst));
 	pool_init(&lp, n);
-	pool_init(&mpstack, 1);
 	make_sleepers(lng, n, &lp);
 	if (csv)
 		printf("scenario,N,M,total_ns,ns_per_op\n");
 
 	for (r = 0; r < reps; r++) {
-		if (pipe(gate) || pipe(tomain))
-			die("pipe");
-		sp.base = NULL;		/* set by modprobe_main() unless --fork */
-		mp.gate = gate;
-		mp.tomain = tomain;
-		mp.burst = burst;
-		mp.m = m;
-		mp.pool = &sp;
-		modprobe = spawn_child(modprobe_main, &mp, pool_top(&mpstack, 0),
-				       0);
-		close(gate[0]);
-		close(tomain[1]);
-		for (i = 0; i < (long)(m * sizeof(*burst));) {
-			ssize_t got = read(tomain[0], (char *)burst + i,
-					   m * sizeof(*burst) - i);
-
-			if (got <= 0)
-				die("reading pids from modprobe");
-			i += got;
-		}
-		close(tomain[0]);
-		if (waitpid(modprobe, NULL, 0) != modprobe)
-			die("waitpid(modprobe)");
+		/* like 2007's kernel threads, the burst shares our memory */
+		modprobe_burst(burst, m, gate, &sp);
 		/* All M are now ours (reparented to the subreaper) and alive. */
 		for (i = 0; i < m; i++) {
 			memset(&si, 0, sizeof(si));
@@ -161,7 +111,7 @@ int main(int argc, char **argv)
 		fprintf(stderr,
 			"reenact: reaper with %ld long-lived children: a burst of %ld exits was fully reaped in %.3f ms (%.1f us per zombie)\n",
 			n, m, (t1 - t0) / 1e6, (t1 - t0) / 1e3 / m);
-		/* the burst's stacks, mapped by "modprobe" in our memory */
+		/* the burst's stacks, mapped by modprobe_burst() */
 		if (sp.base)
 			munmap(sp.base, sp.n * CHILD_STACK);
 	}
