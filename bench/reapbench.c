@@ -3,7 +3,7 @@
  * reapbench: time the wait() family with N long-lived children in the way.
  *
  *   reapbench SCENARIO [-n N] [-m M] [-r REPEATS] [-t THREADS] [-i USEC]
- *             [--fork] [--csv] [--name NAME] [-v] [-- TRACER [ARG...]]
+ *             [--fork] [--csv] [--name NAME] [-v] [-- TRACER|SHELL ...]
  *
  * N long-lived children are created first, so they sit at the head of the
  * children list (the worst case for a kernel that moves exiting children
@@ -1229,6 +1229,42 @@ static void scen_spawn(char **tracer_cmd)
 	kill_reap(lng, o.n);
 }
 
+/*
+ * shell: a job-control shell holding N children runs M commands, one after
+ * the other. We make the N, then exec the shell after "--" (bash) on a
+ * script that times M runs of /bin/true with job control on: bash reaps
+ * each with wait4(-1, WSTOPPED|WCONTINUED) and polls wait4(-1, WNOHANG|
+ * WSTOPPED|WCONTINUED) until it returns 0, two waits beside the N per
+ * command (seen with strace -f). The N are the shell's children but not
+ * its jobs, as after "disown": bash walks its own job table for every
+ * command, and what grows with N here is then the kernel's alone. Its
+ * EPOCHREALTIME is the guest's CLOCK_REALTIME, which -icount drives too.
+ */
+static void scen_shell(char **shell)
+{
+	struct stackpool pool;
+	pid_t *lng = xcalloc(o.n, sizeof(*lng));
+	char script[1024];
+
+	if (!shell)
+		die("shell: name the shell after \"--\" (reapbench shell -- bash)");
+	pool_init(&pool, o.n);
+	make_sleepers(lng, o.n, &pool);
+	snprintf(script, sizeof(script),
+		 "set -m\n"
+		 "for ((r = 0; r < %d; r++)); do\n"
+		 "	t0=$EPOCHREALTIME\n"
+		 "	for ((i = 0; i < %ld; i++)); do /bin/true; done\n"
+		 "	t1=$EPOCHREALTIME\n"
+		 "	ns=$(( (10#${t1/./} - 10#${t0/./}) * 1000 ))\n"
+		 "	echo \"%s,%ld,%ld,$ns,$((ns / %ld))\"\n"
+		 "done\n", o.reps, o.m, o.scen, o.n, o.m, o.m ? o.m : 1);
+	/* "." in EPOCHREALTIME, whatever the guest's locale */
+	setenv("LC_ALL", "C", 1);
+	execlp(shell[0], shell[0], "-c", script, (char *)NULL);
+	die("exec %s", shell[0]);
+}
+
 /* ---- mem: memory and time it takes to create N long-lived children ---- */
 
 static long meminfo_kib(const char *field)
@@ -1810,6 +1846,7 @@ static const struct {
 	{ "setsid", 1000, 100, "setsid() beside N in the group and session" },
 	{ "tstp-orphan", 1000, 100, "SIGTSTP to an orphaned group of N" },
 	{ "ttyin-orphan", 1000, 100, "background tty read (EIO), orphaned N" },
+	{ "shell", 1000, 50, "-- bash: a job-control shell runs M commands" },
 };
 
 static void usage(void)
@@ -1821,6 +1858,8 @@ static void usage(void)
 		"       [--fork] [-t THREADS] [-i INTERVAL_US] [-v] [--name NAME]\n"
 		"       [-- TRACER [ARG...]]   (spawn only: run TRACER ARG...\n"
 		"                              -p PID,... on the N and on us)\n"
+		"       [-- SHELL]             (shell only: bash, which runs M\n"
+		"                              commands beside the N)\n"
 		"  -n N        long-lived children, created first\n"
 		"  -m M        timed operations per repeat\n"
 		"  -r REPEATS  lines of output (default 3)\n"
@@ -1878,8 +1917,8 @@ int main(int argc, char **argv)
 		default: usage();
 		}
 	}
-	/* Only spawn takes a command: the tracer to start. */
-	if (optind != argc && strcmp(scen, "spawn"))
+	/* Only spawn and shell take a command: the tracer, the shell. */
+	if (optind != argc && strcmp(scen, "spawn") && strcmp(scen, "shell"))
 		usage();
 	if (!o.n_set)
 		o.n = scens[s].n;
@@ -1933,6 +1972,8 @@ int main(int argc, char **argv)
 		scen_orphans();
 	else if (!strcmp(scen, "spawn"))
 		scen_spawn(optind < argc ? argv + optind : NULL);
+	else if (!strcmp(scen, "shell"))
+		scen_shell(optind < argc ? argv + optind : NULL);
 	else if (!strcmp(scen, "mem"))
 		scen_mem();
 	else if (!strcmp(scen, "exit"))

@@ -35,7 +35,9 @@ from workbench import REPO, Error
 # reapbench as their workload: scenario -> (package, command line before
 # reapbench, reapbench scenario, arguments after it).  The inits are pid 1
 # of a new pid namespace and reap what reapbench orphans; strace attaches
-# to reapbench and its N children and follows its jobs.  bench/README.md.
+# to reapbench and its N children and follows its jobs; bash, with job
+# control on, runs commands beside the N, which reapbench made before it
+# exec()ed bash.  bench/README.md.
 NEW_PIDNS = ["unshare", "--fork", "--pid", "--mount-proc"]
 CLIENTS = {
     "tini": ("tini", [*NEW_PIDNS, "tini", "--"], "orphans", []),
@@ -44,6 +46,7 @@ CLIENTS = {
                   []),
     "strace": ("strace", [], "spawn",
                ["--", "strace", "-f", "-q", "-o", "/dev/null"]),
+    "bash": ("bash", [], "shell", ["--", "bash"]),
 }
 # Exits and job control beside a process group or session of N (issue
 # 11): the demo's burst split into the exits' and the reaper's CPU time,
@@ -63,7 +66,7 @@ SCENARIOS = ["burst", "empty", "peek", "pgrp", "stopped", "continued",
 # The inits get a burst of 512 exits, like the demo.
 OPS = {"empty": 200, "forkwait": 200, "mixed": 200, "nothread": 200,
        "pgrp-grandkids": 200, "tini": 512,
-       "dumb-init": 512, "catatonit": 512, "strace": 100,
+       "dumb-init": 512, "catatonit": 512, "strace": 100, "bash": 50,
        "exit": 512, "exit-ownpgrp": 512, "exit-held": 512,
        "orphan-exit": 100, "setpgid": 200, "setpgid-kids": 200,
        "setsid": 100, "tstp-orphan": 100, "ttyin-orphan": 200}
