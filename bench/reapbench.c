@@ -1232,11 +1232,14 @@ static void scen_spawn(char **tracer_cmd)
 /*
  * shell: a job-control shell holding N children runs M commands, one after
  * the other. We make the N, then exec the shell after "--" (bash) on a
- * script that times M runs of /bin/true with job control on: bash reaps
+ * script that times M subshells, "( : )", with job control on: bash reaps
  * each with wait4(-1, WSTOPPED|WCONTINUED) and polls wait4(-1, WNOHANG|
  * WSTOPPED|WCONTINUED) until it returns 0, two waits beside the N per
- * command (seen with strace -f). The N are the shell's children but not
- * its jobs, as after "disown": bash walks its own job table for every
+ * command (seen with strace -f). A subshell is a fork without an exec: an
+ * exec reads its binary over the guest's 9p root, and while the guest
+ * waits for the host, -icount's clock jumps ahead: samples of one boot
+ * differed up to 12x. The N are the shell's children but not its
+ * jobs, as after "disown": bash walks its own job table for every
  * command, and what grows with N here is then the kernel's alone. Its
  * EPOCHREALTIME is the guest's CLOCK_REALTIME, which -icount drives too.
  */
@@ -1254,7 +1257,7 @@ static void scen_shell(char **shell)
 		 "set -m\n"
 		 "for ((r = 0; r < %d; r++)); do\n"
 		 "	t0=$EPOCHREALTIME\n"
-		 "	for ((i = 0; i < %ld; i++)); do /bin/true; done\n"
+		 "	for ((i = 0; i < %ld; i++)); do ( : ); done\n"
 		 "	t1=$EPOCHREALTIME\n"
 		 "	ns=$(( (10#${t1/./} - 10#${t0/./}) * 1000 ))\n"
 		 "	echo \"%s,%ld,%ld,$ns,$((ns / %ld))\"\n"
