@@ -324,15 +324,7 @@ static inline void xread(int fd, void *buf, size_t len)
 	}
 }
 
-/*
- * The 2007 burst: a "modprobe" child starts @m children, each asleep on a
- * new @gate, sends us their pids and exits, so that they are reparented to
- * our subreaper or init.  With @shared it shares our memory, as 2007's
- * kernel threads did (clone(CLONE_VM)), and maps the @m stacks into
- * @shared, which the caller unmaps once they are reaped.  Without, it is a
- * fork(): its copy of our memory is torn down by the last of them to exit.
- * Returns once it is reaped, with the pids in @pids.
- */
+/* What burst_main(), the "modprobe" child, needs. */
 struct burst {
 	int *gate;
 	int *tomain;
@@ -359,6 +351,15 @@ static inline int burst_main(void *arg)
 	return 0;
 }
 
+/*
+ * The 2007 burst: a "modprobe" child starts @m children, each asleep on a
+ * new @gate, sends us their pids and exits, so that they are reparented to
+ * our subreaper or init.  With @shared it shares our memory, as 2007's
+ * kernel threads did (clone(CLONE_VM)), and maps the @m stacks into
+ * @shared, which the caller unmaps once they are reaped.  Without, it is a
+ * fork(): its copy of our memory is torn down by the last of them to exit.
+ * Returns once it is reaped, with the pids in @pids.
+ */
 static inline void modprobe_burst(pid_t *pids, long m, int gate[2],
 				  struct stackpool *shared)
 {
