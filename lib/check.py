@@ -115,7 +115,8 @@ class Tally:
 
     def add(self, variant, flavor, group, test, result, why=""):
         # one name per variant, whether it was given as a name or a path
-        variant = workbench.variant_name(variant)
+        if "/" in variant:
+            variant = workbench.variant_name(variant)
         self.rows.append((variant, flavor, group, test, result, why))
         mark = {"pass": "ok", "fail": "FAIL", "skip": "skip"}[result]
         if result != "pass":
