@@ -364,7 +364,7 @@ static inline void modprobe_burst(pid_t *pids, long m, int gate[2],
 				  struct stackpool *shared)
 {
 	static struct stackpool own_stack;
-	struct stackpool unshared;
+	struct stackpool unshared;	/* filled in by a fork()ed child's copy */
 	int tomain[2];
 	struct burst b = { gate, tomain, pids, m, shared ? shared : &unshared };
 	pid_t pid;
