@@ -115,8 +115,36 @@ def deb_source(variant):
             raise Error(f"git clone of {stock} failed: "
                         + (r.stderr.strip().splitlines() or ["?"])[-1])
     workbench.git(tree, "fetch", "-q", "--tags", str(stock))
-    workbench.git(tree, "checkout", "-q", "-f", "stock")
-    workbench.apply_patches(tree, name, workbench.variant_patches(variant))
+    # Make stock + patches as a commit in a scratch index, then check it
+    # out: git rewrites only the files that differ from what the tree has
+    # now, so a new revision of the series that touches kernel/exit.c
+    # alone rebuilds little more than kernel/exit.o in the O= directory.
+    state_file.unlink(missing_ok=True)
+    index = tree / ".git" / "fastreap-index"
+    index.unlink(missing_ok=True)
+    env = dict(os.environ, GIT_INDEX_FILE=str(index),
+               GIT_AUTHOR_NAME="fastreap", GIT_AUTHOR_EMAIL="fastreap@localhost",
+               GIT_COMMITTER_NAME="fastreap",
+               GIT_COMMITTER_EMAIL="fastreap@localhost")
+
+    def git(*args, **kw):
+        r = subprocess.run(["git", "-C", str(tree), *args], env=env,
+                           capture_output=True, text=True, **kw)
+        if r.returncode != 0:
+            raise Error(f"git {args[0]} in {tree} failed: "
+                        + (r.stderr.strip().splitlines() or ["?"])[-1])
+        return r.stdout.strip()
+
+    git("read-tree", "stock")
+    for patch in workbench.variant_patches(variant):
+        try:
+            git("apply", "--cached", str(patch))
+        except Error:
+            raise Error(f"patch does not apply to {name}: {patch.name}")
+    commit = git("commit-tree", git("write-tree"), "-p", "stock",
+                 "-m", f"stock + patches/{name} ({want})")
+    index.unlink(missing_ok=True)
+    workbench.git(tree, "checkout", "-q", "-f", "-B", name, commit)
     state_file.write_text(json.dumps({"patches": want}))
     return tree
 
@@ -155,17 +183,24 @@ def fragment_lines(variant):
 
 
 def configure(src, obj, variant):
-    """Debian's config, localmodconfig'd, plus config/deb.config."""
+    """Debian's config, localmodconfig'd, plus config/deb.config.
+
+    Made in a scratch O= directory and copied into OBJ only if it differs
+    from what OBJ has, so that a new revision of the patches does not touch
+    .config and make rebuilds only what the patches change.
+    """
     stamp = obj / ".fastreap-config"
     want = deb_key(variant)
     if stamp.exists() and stamp.read_text() == want:
         return
-    obj.mkdir(parents=True, exist_ok=True)
-    (obj / ".config").write_bytes(debian_config())
-    make(src, obj, "olddefconfig")
+    scratch = obj.with_name(obj.name + ".config-scratch")
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    (scratch / ".config").write_bytes(debian_config())
+    make(src, scratch, "olddefconfig")
     # localmodconfig asks about nothing after olddefconfig; LSMOD names a
     # file in lsmod's format (first column: module name).
-    cmd = ["make", "-C", str(src), f"O={obj}", f"LSMOD={MODULES}",
+    cmd = ["make", "-C", str(src), f"O={scratch}", f"LSMOD={MODULES}",
            "localmodconfig"]
     r = subprocess.run(cmd, env=build_env(), capture_output=True, text=True,
                        input="\n" * 200)
@@ -173,14 +208,20 @@ def configure(src, obj, variant):
         raise Error("make localmodconfig failed: "
                     + (r.stderr.strip().splitlines() or ["?"])[-1])
     frag = fragment_lines(variant)
-    with open(obj / ".config", "a") as cfg:
+    with open(scratch / ".config", "a") as cfg:
         cfg.write("\n# config/deb.config\n" + "\n".join(frag) + "\n")
-    make(src, obj, "olddefconfig")
-    config = set((obj / ".config").read_text().splitlines())
-    lost = [l for l in frag if l not in config]
+    make(src, scratch, "olddefconfig")
+    config = (scratch / ".config").read_bytes()
+    lines = set(config.decode().splitlines())
+    lost = [l for l in frag if l not in lines]
     if lost:
         raise Error("config/deb.config lines not satisfied after "
                     "olddefconfig: " + " ".join(lost))
+    obj.mkdir(parents=True, exist_ok=True)
+    old = obj / ".config"
+    if not old.exists() or old.read_bytes() != config:
+        old.write_bytes(config)
+    shutil.rmtree(scratch, ignore_errors=True)
     stamp.write_text(want)
 
 
@@ -197,6 +238,8 @@ def build_deb(variant):
         if done:
             return done
         workbench.check_disk(deb_root(), 6)
+        # keyed now: the patches may change while we build
+        dest = deb_dir(variant)
         src = deb_source(variant)
         obj = bdir / "obj"
         for old in bdir.glob("*.deb"):
@@ -223,7 +266,6 @@ def build_deb(variant):
         if not images:
             raise Error(f"{name}: bindeb-pkg left no linux-image "
                         f"package in {bdir}")
-        dest = deb_dir(variant)
         tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
