@@ -14,6 +14,7 @@
  * P_PID oracle; waitpid(-1), waitpid(0) and a blocking wait4().  For
  * P_PGID the process group also holds live children of A forked before
  * and after C, which keep the wait from -ECHILD without reporting.
+ * When B detaches, A sees C as any parent would again.
  */
 #include "wait_util.h"
 
@@ -399,6 +400,71 @@ TEST(traced_zombie_reaped_by_nothread_parent)
 	EXPECT_EQ(-1, sys_waitid(P_ALL, 0, &si, WANY | WNOHANG, NULL));
 	EXPECT_EQ(ECHILD, errno);
 	tracer_stop(&t);
+}
+
+/*
+ * C is in a group stop that A has not consumed when B attaches, takes the
+ * attach stop and detaches: C goes back to its group stop, which A must
+ * now see again as C's parent, through every way of asking, though
+ * nothing notifies A of it.
+ */
+struct detacher {
+	pid_t tracee;
+	long err;
+};
+
+static void *detacher_main(void *p)
+{
+	struct detacher *d = p;
+	siginfo_t si;
+
+	if (ptrace(PTRACE_ATTACH, d->tracee, 0, 0))
+		d->err = 1;
+	else if (sys_waitid(P_PID, d->tracee, &si, WSTOPPED | __WALL, NULL))
+		d->err = 2;
+	else if (ptrace(PTRACE_DETACH, d->tracee, 0, 0))
+		d->err = 3;
+	return NULL;
+}
+
+TEST(group_stop_reported_after_sibling_detaches)
+{
+	struct stop want;
+	struct detacher d = { 0 };
+	struct gate g;
+	pthread_t th;
+	pid_t c;
+	int st;
+
+	ASSERT_EQ(0, gate_init(&g));
+	c = spawn_gated(&g, 0);
+	ASSERT_GT(c, 0);
+	ASSERT_EQ(0, kill(c, SIGSTOP));
+	wait_proc_state(c, c, 'T');
+	want = (struct stop){ c, CLD_STOPPED, SIGSTOP, (SIGSTOP << 8) | 0x7f };
+	expect_waitid(_metadata, P_PID, c, WSTOPPED, want, "before the attach");
+
+	d.tracee = c;
+	ASSERT_EQ(0, pthread_create(&th, NULL, detacher_main, &d));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	ASSERT_EQ(0, d.err);
+	/* back in its group stop, traced by nobody */
+	wait_proc_state(c, c, 'T');
+
+	expect_waitid(_metadata, P_PID, c, WSTOPPED, want,
+		      "P_PID after the detach (the oracle)");
+	expect_waitid(_metadata, P_ALL, 0, WSTOPPED, want,
+		      "P_ALL after the detach");
+	expect_waitid(_metadata, P_PGID, 0, WSTOPPED, want,
+		      "P_PGID after the detach");
+	st = 0;
+	EXPECT_EQ(c, waitpid(-1, &st, WUNTRACED | WNOHANG));
+	EXPECT_EQ(want.wstatus, st);
+
+	ASSERT_EQ(0, kill(c, SIGKILL));
+	EXPECT_EQ(c, waitpid(c, &st, 0));
+	EXPECT_EQ(-1, waitpid(-1, &st, WNOHANG));
+	EXPECT_EQ(ECHILD, errno);
 }
 
 TEST_HARNESS_MAIN
