@@ -1372,7 +1372,7 @@ enum exit_where {
 };
 
 /* A child that holds N sleepers of its own until its pipe closes. */
-static pid_t make_holder(long n, int setpgrp_self)
+static pid_t make_holder(long n, int setpgrp_self, int kids_away)
 {
 	int ready[2], hold[2];
 	pid_t pid;
@@ -1386,11 +1386,15 @@ static pid_t make_holder(long n, int setpgrp_self)
 	if (pid == 0) {
 		struct stackpool gp;
 		pid_t *gk = xcalloc(n, sizeof(pid_t));
+		long i;
 
 		if (setpgrp_self && setpgid(0, 0))
 			die("setpgid");
 		pool_init(&gp, n);
 		make_sleepers(gk, n, &gp);	/* they die with us */
+		for (i = 0; kids_away && i < n; i++)
+			if (setpgid(gk[i], gk[0]))
+				die("setpgid(kid)");
 		close(hold[1]);
 		close(ready[0]);
 		xwrite(ready[1], &c, 1);
@@ -1449,7 +1453,7 @@ static void scen_exit(enum exit_where where)
 		die("PR_SET_CHILD_SUBREAPER");
 	pool_init(&lp, o.n);
 	if (where == EXIT_HELD) {
-		holder = make_holder(o.n, 0);
+		holder = make_holder(o.n, 0, 0);
 	} else {
 		make_sleepers(lng, o.n, &lp);
 		if (where == EXIT_OTHER_PGRP && o.n)
@@ -1533,7 +1537,7 @@ static void scen_orphan_exit(void)
 	int r, st;
 	long i;
 
-	holder = make_holder(o.n, 1);
+	holder = make_holder(o.n, 1, 0);
 	pool_init(&sp, 1);
 	header(NULL);
 	for (r = 0; r < o.reps; r++) {
@@ -1557,8 +1561,9 @@ static void scen_orphan_exit(void)
  * sleepers) and back out into its own group: one op is the pair of
  * setpgid() calls. setpgid-kids: the same moves, but X has N children of
  * its own (in X's own group), and the group it joins is just L.
+ * setpgid-kids-away: X's N children are in a group of their own.
  */
-static void scen_setpgid(int kids)
+static void scen_setpgid(int kids, int kids_away)
 {
 	pid_t *lng = xcalloc(o.n, sizeof(*lng));
 	struct stackpool lp, xp;
@@ -1573,7 +1578,7 @@ static void scen_setpgid(int kids)
 	if (setpgid(leader, leader))
 		die("setpgid(L)");
 	if (kids) {
-		x = make_holder(o.n, 1);
+		x = make_holder(o.n, 1, kids_away);
 	} else {
 		make_sleepers(lng, o.n, &lp);
 		for (i = 0; i < o.n; i++)
@@ -1846,6 +1851,8 @@ static const struct {
 	{ "orphan-exit", 1000, 100, "clone+setpgid+exit+waitpid into a group of N" },
 	{ "setpgid", 1000, 100, "setpgid() into a group of N and out, x M" },
 	{ "setpgid-kids", 1000, 100, "the same, the mover has N children" },
+	{ "setpgid-kids-away", 1000, 100,
+	  "the same, the mover's N children in another group" },
 	{ "setsid", 1000, 100, "setsid() beside N in the group and session" },
 	{ "tstp-orphan", 1000, 100, "SIGTSTP to an orphaned group of N" },
 	{ "ttyin-orphan", 1000, 100, "background tty read (EIO), orphaned N" },
@@ -1988,9 +1995,11 @@ int main(int argc, char **argv)
 	else if (!strcmp(scen, "orphan-exit"))
 		scen_orphan_exit();
 	else if (!strcmp(scen, "setpgid"))
-		scen_setpgid(0);
+		scen_setpgid(0, 0);
 	else if (!strcmp(scen, "setpgid-kids"))
-		scen_setpgid(1);
+		scen_setpgid(1, 0);
+	else if (!strcmp(scen, "setpgid-kids-away"))
+		scen_setpgid(1, 1);
 	else if (!strcmp(scen, "setsid"))
 		scen_setsid();
 	else if (!strcmp(scen, "tstp-orphan"))

@@ -420,6 +420,85 @@ TEST_F_TIMEOUT(orphan, setpgid_changes_state_silently, 180)
 }
 
 /*
+ * A parent that changes group changes what all its children qualify at
+ * once.  P starts in A's group beside its child X; its child Y leads a
+ * group G.  P's moves: to a group of its own (X, left behind, qualifies
+ * A's group), into G (Y is at home there, X still away), back to A's
+ * group (A's group is orphaned again, Y qualifies G).  Then P leaves once
+ * more and exits: its children go to C, in another session, and A's
+ * group, with X stopped, is orphaned.
+ */
+TEST_F_TIMEOUT(orphan, parent_moves_away_from_its_children, 180)
+{
+	int a, p, x, y, y2;
+
+	a = session_root(_metadata, J);
+	p = FORK(a);
+	x = FORK(p);
+	y = FORK(p);
+	OWN_GROUP(y);
+	y2 = FORK(y);
+	/* A's parent is C, in another session; P's and X's are in the group */
+	JC_EXPECT_PROBE(J, x, 1);
+	JC_EXPECT_PROBE(J, y2, 0);
+	OWN_GROUP(p);
+	JC_EXPECT_PROBE(J, x, 0);
+	JC_EXPECT_PROBE(J, p, 0);
+	JC_EXPECT_PROBE(J, y2, 0);
+	ASSERT_EQ(0, CALL(p, JC_SETPGID, 0, PID(y)));
+	JC_EXPECT_PROBE(J, x, 0);
+	JC_EXPECT_PROBE(J, y2, 0);
+	ASSERT_EQ(0, CALL(p, JC_SETPGID, 0, PID(a)));
+	JC_EXPECT_PROBE(J, x, 1);
+	JC_EXPECT_PROBE(J, y2, 0);
+	OWN_GROUP(p);
+	JC_EXPECT_PROBE(J, x, 0);
+	jc_stop(J, x);
+	jc_mark(J);
+	jc_exit(J, p, 0);
+	ASSERT_EQ(getpid(), jc_ppid(PID(x)));
+	ASSERT_EQ(getpid(), jc_ppid(PID(y)));
+	jc_settle(J);
+	JC_EXPECT_GOT(J, x, "HC");
+	JC_EXPECT_GOT(J, a, "HC");
+	JC_EXPECT_GOT(J, y, "");
+	JC_EXPECT_GOT(J, y2, "");
+	JC_EXPECT_PROBE(J, y2, 1);
+	JC_CHECKS_DONE();
+}
+
+/*
+ * setsid() of a parent with a child in its group and one leading another:
+ * P, A's child, has joined W's group, where its child X was born; its
+ * child Y leads G.  When P leaves the session, G is orphaned, and W's
+ * group stays qualified by W alone until W moves to A's group.
+ */
+TEST_F_TIMEOUT(orphan, setsid_of_a_parent_with_children_home_and_away, 180)
+{
+	int a, p, x, y, y2, w;
+
+	a = session_root(_metadata, J);
+	p = FORK(a);
+	y = FORK(p);
+	OWN_GROUP(y);
+	y2 = FORK(y);
+	w = FORK(a);
+	OWN_GROUP(w);
+	ASSERT_EQ(0, CALL(p, JC_SETPGID, 0, PID(w)));
+	x = FORK(p);
+	JC_EXPECT_PROBE(J, x, 0);
+	JC_EXPECT_PROBE(J, y2, 0);
+	ASSERT_EQ(PID(p), CALL(p, JC_SETSID, 0, 0));
+	JC_EXPECT_PROBE(J, y2, 1);
+	JC_EXPECT_PROBE(J, x, 0);
+	ASSERT_EQ(0, CALL(w, JC_SETPGID, 0, PID(a)));
+	JC_EXPECT_PROBE(J, x, 1);
+	jc_exit(J, x, 0);
+	JC_EXPECT_PROBE(J, y2, 1);
+	JC_CHECKS_DONE();
+}
+
+/*
  * setsid() of the parent that qualified a group orphans it, silently;
  * setsid() of a member leaves the group to the others.
  */
