@@ -1392,8 +1392,9 @@ static pid_t make_holder(long n, int setpgrp_self, int kids_away)
 			die("setpgid");
 		pool_init(&gp, n);
 		make_sleepers(gk, n, &gp);	/* they die with us */
+		/* kids_away: 1, all in one other group; 2, each its own */
 		for (i = 0; kids_away && i < n; i++)
-			if (setpgid(gk[i], gk[0]))
+			if (setpgid(gk[i], gk[kids_away == 1 ? 0 : i]))
 				die("setpgid(kid)");
 		close(hold[1]);
 		close(ready[0]);
@@ -1561,7 +1562,8 @@ static void scen_orphan_exit(void)
  * sleepers) and back out into its own group: one op is the pair of
  * setpgid() calls. setpgid-kids: the same moves, but X has N children of
  * its own (in X's own group), and the group it joins is just L.
- * setpgid-kids-away: X's N children are in a group of their own.
+ * setpgid-kids-away: X's N children are in a group of their own;
+ * setpgid-kids-spread: each of them leads a group of its own.
  */
 static void scen_setpgid(int kids, int kids_away)
 {
@@ -1853,6 +1855,8 @@ static const struct {
 	{ "setpgid-kids", 1000, 100, "the same, the mover has N children" },
 	{ "setpgid-kids-away", 1000, 100,
 	  "the same, the mover's N children in another group" },
+	{ "setpgid-kids-spread", 1000, 100,
+	  "the same, each of the mover's N children in its own group" },
 	{ "setsid", 1000, 100, "setsid() beside N in the group and session" },
 	{ "tstp-orphan", 1000, 100, "SIGTSTP to an orphaned group of N" },
 	{ "ttyin-orphan", 1000, 100, "background tty read (EIO), orphaned N" },
@@ -2000,6 +2004,8 @@ int main(int argc, char **argv)
 		scen_setpgid(1, 0);
 	else if (!strcmp(scen, "setpgid-kids-away"))
 		scen_setpgid(1, 1);
+	else if (!strcmp(scen, "setpgid-kids-spread"))
+		scen_setpgid(1, 2);
 	else if (!strcmp(scen, "setsid"))
 		scen_setsid();
 	else if (!strcmp(scen, "tstp-orphan"))

@@ -53,8 +53,8 @@ CLIENTS = {
 # the orphaned-group check at exit, setpgid(), setsid(), SIGTSTP and a
 # background tty read in an orphaned group.
 JOBCTL = ["exit", "exit-ownpgrp", "exit-held", "orphan-exit", "setpgid",
-          "setpgid-kids", "setpgid-kids-away", "setsid", "tstp-orphan",
-          "ttyin-orphan"]
+          "setpgid-kids", "setpgid-kids-away", "setpgid-kids-spread", "setsid",
+          "tstp-orphan", "ttyin-orphan"]
 # The idle-*, pgrp-*, nothread and threads-stopped scenarios time waits
 # beside children whose report the wait cannot take (issue 9, part 2).
 SCENARIOS = ["burst", "empty", "peek", "pgrp", "stopped", "continued",
@@ -70,7 +70,7 @@ OPS = {"empty": 200, "forkwait": 200, "mixed": 200, "nothread": 200,
        "dumb-init": 512, "catatonit": 512, "strace": 100, "bash": 50,
        "exit": 512, "exit-ownpgrp": 512, "exit-held": 512,
        "orphan-exit": 100, "setpgid": 200, "setpgid-kids": 200,
-       "setpgid-kids-away": 200,
+       "setpgid-kids-away": 200, "setpgid-kids-spread": 200,
        "setsid": 100, "tstp-orphan": 100, "ttyin-orphan": 200}
 DEFAULT_OPS = 50
 SIZES = [0, 1000, 10000, 100000]
