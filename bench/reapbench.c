@@ -1371,8 +1371,11 @@ enum exit_where {
 	EXIT_HELD,		/* children of a child of ours (same group) */
 };
 
+/* Where a holder's sleepers live: its group, one other group, a group each. */
+enum kids_group { KIDS_HOME, KIDS_AWAY, KIDS_SPREAD };
+
 /* A child that holds N sleepers of its own until its pipe closes. */
-static pid_t make_holder(long n, int setpgrp_self, int kids_away)
+static pid_t make_holder(long n, int setpgrp_self, enum kids_group kids)
 {
 	int ready[2], hold[2];
 	pid_t pid;
@@ -1392,9 +1395,8 @@ static pid_t make_holder(long n, int setpgrp_self, int kids_away)
 			die("setpgid");
 		pool_init(&gp, n);
 		make_sleepers(gk, n, &gp);	/* they die with us */
-		/* kids_away: 1, all in one other group; 2, each its own */
-		for (i = 0; kids_away && i < n; i++)
-			if (setpgid(gk[i], gk[kids_away == 1 ? 0 : i]))
+		for (i = 0; kids != KIDS_HOME && i < n; i++)
+			if (setpgid(gk[i], gk[kids == KIDS_AWAY ? 0 : i]))
 				die("setpgid(kid)");
 		close(hold[1]);
 		close(ready[0]);
@@ -1454,7 +1456,7 @@ static void scen_exit(enum exit_where where)
 		die("PR_SET_CHILD_SUBREAPER");
 	pool_init(&lp, o.n);
 	if (where == EXIT_HELD) {
-		holder = make_holder(o.n, 0, 0);
+		holder = make_holder(o.n, 0, KIDS_HOME);
 	} else {
 		make_sleepers(lng, o.n, &lp);
 		if (where == EXIT_OTHER_PGRP && o.n)
@@ -1538,7 +1540,7 @@ static void scen_orphan_exit(void)
 	int r, st;
 	long i;
 
-	holder = make_holder(o.n, 1, 0);
+	holder = make_holder(o.n, 1, KIDS_HOME);
 	pool_init(&sp, 1);
 	header(NULL);
 	for (r = 0; r < o.reps; r++) {
@@ -1565,7 +1567,7 @@ static void scen_orphan_exit(void)
  * setpgid-kids-away: X's N children are in a group of their own;
  * setpgid-kids-spread: each of them leads a group of its own.
  */
-static void scen_setpgid(int kids, int kids_away)
+static void scen_setpgid(int kids, enum kids_group where)
 {
 	pid_t *lng = xcalloc(o.n, sizeof(*lng));
 	struct stackpool lp, xp;
@@ -1580,7 +1582,7 @@ static void scen_setpgid(int kids, int kids_away)
 	if (setpgid(leader, leader))
 		die("setpgid(L)");
 	if (kids) {
-		x = make_holder(o.n, 1, kids_away);
+		x = make_holder(o.n, 1, where);
 	} else {
 		make_sleepers(lng, o.n, &lp);
 		for (i = 0; i < o.n; i++)
@@ -1999,13 +2001,13 @@ int main(int argc, char **argv)
 	else if (!strcmp(scen, "orphan-exit"))
 		scen_orphan_exit();
 	else if (!strcmp(scen, "setpgid"))
-		scen_setpgid(0, 0);
+		scen_setpgid(0, KIDS_HOME);
 	else if (!strcmp(scen, "setpgid-kids"))
-		scen_setpgid(1, 0);
+		scen_setpgid(1, KIDS_HOME);
 	else if (!strcmp(scen, "setpgid-kids-away"))
-		scen_setpgid(1, 1);
+		scen_setpgid(1, KIDS_AWAY);
 	else if (!strcmp(scen, "setpgid-kids-spread"))
-		scen_setpgid(1, 2);
+		scen_setpgid(1, KIDS_SPREAD);
 	else if (!strcmp(scen, "setsid"))
 		scen_setsid();
 	else if (!strcmp(scen, "tstp-orphan"))
