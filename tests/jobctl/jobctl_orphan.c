@@ -499,6 +499,63 @@ TEST_F_TIMEOUT(orphan, setsid_of_a_parent_with_children_home_and_away, 180)
 }
 
 /*
+ * setpgid() of a parent into the group of one of its children, while its
+ * other children lead groups of their own.  P, M's child, joins Y's group:
+ * now P qualifies it, and Y no longer does.  When M exits, P goes to C
+ * (another session), and Y's group, with a stopped member, is orphaned;
+ * Z's group is still qualified by Z.  With @crowd more members in Y's
+ * group than P has children, the kernel may find Y among P's children
+ * rather than among the group's members.
+ */
+static void parent_joins_a_child(struct __test_metadata *_metadata,
+				 FIXTURE_DATA(orphan) *self, int crowd)
+{
+	int a, m, p, y, y2, z, z2, v, i;
+
+	a = session_root(_metadata, J);
+	m = FORK(a);
+	p = FORK(m);
+	OWN_GROUP(p);
+	y = FORK(p);
+	OWN_GROUP(y);
+	y2 = FORK(y);
+	for (i = 0; i < crowd; i++)
+		FORK(y);
+	z = FORK(p);
+	OWN_GROUP(z);
+	z2 = FORK(z);
+	v = FORK(p);
+	OWN_GROUP(v);
+	JC_EXPECT_PROBE(J, y2, 0);
+	JC_EXPECT_PROBE(J, z2, 0);
+	ASSERT_EQ(0, CALL(p, JC_SETPGID, 0, PID(y)));
+	JC_EXPECT_PROBE(J, y2, 0);
+	JC_EXPECT_PROBE(J, z2, 0);
+	jc_stop(J, y2);
+	jc_mark(J);
+	jc_exit(J, m, 0);
+	ASSERT_EQ(getpid(), jc_ppid(PID(p)));
+	jc_settle(J);
+	JC_EXPECT_GOT(J, y2, "HC");
+	JC_EXPECT_GOT(J, y, "HC");
+	JC_EXPECT_GOT(J, p, "HC");
+	JC_EXPECT_GOT(J, z2, "");
+	JC_EXPECT_GOT(J, v, "");
+	JC_EXPECT_PROBE(J, z2, 0);
+	JC_CHECKS_DONE();
+}
+
+TEST_F_TIMEOUT(orphan, parent_joins_the_group_of_a_child, 180)
+{
+	parent_joins_a_child(_metadata, self, 0);
+}
+
+TEST_F_TIMEOUT(orphan, parent_joins_the_crowded_group_of_a_child, 180)
+{
+	parent_joins_a_child(_metadata, self, 12);
+}
+
+/*
  * setsid() of the parent that qualified a group orphans it, silently;
  * setsid() of a member leaves the group to the others.
  */
