@@ -587,6 +587,42 @@ TEST_F_TIMEOUT(orphan, setsid_changes_state_silently, 180)
 }
 
 /*
+ * setsid() of a parent whose children lead groups of their own, in more
+ * than one group: each group that its leader alone qualified is orphaned,
+ * silently; V's group, which W qualifies too, is not.
+ */
+TEST_F_TIMEOUT(orphan, setsid_of_a_parent_with_children_spread, 180)
+{
+	int a, p, y, y2, z, z2, v, v2, w;
+
+	a = session_root(_metadata, J);
+	p = FORK(a);
+	y = FORK(p);
+	OWN_GROUP(y);
+	y2 = FORK(y);
+	z = FORK(p);
+	OWN_GROUP(z);
+	z2 = FORK(z);
+	v = FORK(p);
+	OWN_GROUP(v);
+	v2 = FORK(v);
+	w = FORK(a);
+	ASSERT_EQ(0, CALL(w, JC_SETPGID, 0, PID(v)));
+	JC_EXPECT_PROBE(J, y2, 0);
+	JC_EXPECT_PROBE(J, z2, 0);
+	JC_EXPECT_PROBE(J, v2, 0);
+	jc_mark(J);
+	ASSERT_EQ(PID(p), CALL(p, JC_SETSID, 0, 0));
+	jc_settle(J);
+	JC_EXPECT_GOT(J, y2, "");
+	JC_EXPECT_GOT(J, z2, "");
+	JC_EXPECT_PROBE(J, y2, 1);
+	JC_EXPECT_PROBE(J, z2, 1);
+	JC_EXPECT_PROBE(J, v2, 0);
+	JC_CHECKS_DONE();
+}
+
+/*
  * SIGTTIN and SIGTTOU are discarded in an orphaned group like SIGTSTP;
  * SIGSTOP stops a process in any group.
  */
