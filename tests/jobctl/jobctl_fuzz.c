@@ -239,6 +239,42 @@ static int pick_running(struct fuzz *f)
 	return n ? c[pick(n)] : -1;
 }
 
+/*
+ * For setsid(): the running agent, not a group leader (setsid() would
+ * fail), whose children lead or live in the most groups other than its
+ * own (-1 if none has any).  Those groups are what setsid() recounts one
+ * by one; a random pick rarely finds such a parent.
+ */
+static int pick_spread_parent(struct fuzz *f)
+{
+	int best = -1, most = 0;
+
+	for (int a = 0; a < f->j.n; a++) {
+		pid_t seen[JC_MAX], pgid = getpgid(f->j.pid[a]);
+		int n = 0;
+
+		if (!running(f, a) || pgid == f->j.pid[a])
+			continue;
+		for (int c = 0; c < f->j.n; c++) {
+			pid_t g = getpgid(f->j.pid[c]);
+			int k;
+
+			if (!live(f, c) || g < 0 || g == pgid ||
+			    jc_ppid(f->j.pid[c]) != f->j.pid[a])
+				continue;
+			for (k = 0; k < n && seen[k] != g; k++)
+				;
+			if (k == n)
+				seen[n++] = g;
+		}
+		if (n > most) {
+			most = n;
+			best = a;
+		}
+	}
+	return best;
+}
+
 static int pick_live(struct fuzz *f, bool want_stopped)
 {
 	int c[JC_MAX], n = 0;
@@ -494,7 +530,7 @@ static int step(struct fuzz *f, int opno)
 		note("%d: agent %d setpgid(agent %d, %d) = %ld", opno, a, c,
 		     g, r);
 	} else if (kind < 59) {
-		a = pick_running(f);
+		a = pick(2) ? pick_running(f) : pick_spread_parent(f);
 		if (a < 0)
 			return 0;
 		r = jc_call(j, a, JC_SETSID, 0, 0);
