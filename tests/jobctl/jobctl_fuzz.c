@@ -247,20 +247,27 @@ static int pick_running(struct fuzz *f)
  */
 static int pick_spread_parent(struct fuzz *f)
 {
+	pid_t pgid[JC_MAX], ppid[JC_MAX];
 	int best = -1, most = 0;
 
+	/* each agent's group and parent, read once (-1: gone) */
+	for (int i = 0; i < f->j.n; i++) {
+		bool ok = live(f, i);
+
+		pgid[i] = ok ? getpgid(f->j.pid[i]) : -1;
+		ppid[i] = ok ? jc_ppid(f->j.pid[i]) : -1;
+	}
 	for (int a = 0; a < f->j.n; a++) {
-		pid_t seen[JC_MAX], pgid = getpgid(f->j.pid[a]);
+		pid_t seen[JC_MAX];
 		int n = 0;
 
-		if (!running(f, a) || pgid == f->j.pid[a])
+		if (pgid[a] < 0 || pgid[a] == f->j.pid[a] || !running(f, a))
 			continue;
 		for (int c = 0; c < f->j.n; c++) {
-			pid_t g = getpgid(f->j.pid[c]);
+			pid_t g = pgid[c];
 			int k;
 
-			if (!live(f, c) || g < 0 || g == pgid ||
-			    jc_ppid(f->j.pid[c]) != f->j.pid[a])
+			if (g < 0 || g == pgid[a] || ppid[c] != f->j.pid[a])
 				continue;
 			for (k = 0; k < n && seen[k] != g; k++)
 				;
