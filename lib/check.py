@@ -375,6 +375,14 @@ def group_systemd(tally, variant):
           f"(run directory {rundir})", flush=True)
 
 
+def group_ltp(tally, variant):
+    """The Linux Test Project's tests of wait, fork, exit, kill, ptrace,
+    process groups, sessions, clone and pidfds: tests written by others
+    (lib/ltp.py builds them in the cache)."""
+    import ltp
+    ltp.group(tally, variant)
+
+
 GROUPS = {
     "smoke": lambda t, v, debug: group_smoke(t, v),
     "runner": lambda t, v, debug: v == "stock" and group_runner(t, v),
@@ -387,6 +395,7 @@ GROUPS = {
                                    for f in (["fast", "debug"] if debug
                                              else ["fast"])],
     "systemd": lambda t, v, debug: group_systemd(t, v),
+    "ltp": lambda t, v, debug: group_ltp(t, v),
 }
 # Groups that run only when asked for (--groups, or --with-systemd): they
 # build Debian-config kernels (./fastreap deb), which CI's budget has no
@@ -415,12 +424,13 @@ BINARIES_MINUTES = 0.5            # the static test programs: 0.5
 # 140 s of programs and a slow boot, took 4.1 minutes at load average 3-5.
 # jobctl: its fuzzer's 48 seeds took 7.6 minutes at load average 15 (three
 # guests and two kernel builds); its default is now 16 seeds.
+# ltp: 96 LTP programs, 2.7 and 3.0 minutes at load average 6 (lib/ltp.py).
 GROUP_MINUTES = {("smoke", "fast"): 0.3, ("runner", "fast"): 1.7,
                  ("wait", "fast"): 2.3, ("selftests", "fast"): 3.3,
                  ("jobctl", "fast"): 2.0,
                  ("scaling", "fast"): 1.0,
                  ("kmod", "fast"): 0.4, ("stress", "fast"): 3.8,
-                 ("stress", "debug"): 4.2}
+                 ("stress", "debug"): 4.2, ("ltp", "fast"): 3.0}
 
 
 def wants_debug(args, variant):
@@ -513,6 +523,14 @@ def plan(args, variants, groups):
             lines.append(f"  {'in-tree selftests':29} to build, "
                          f"~{minutes_text(SELFTESTS_BUILD_MINUTES * scale)} "
                          "min")
+    if "ltp" in groups:
+        import ltp
+        if ltp.cached():
+            lines.append(f"  {'LTP tests':29} cached")
+        else:
+            build_min += ltp.BUILD_MINUTES
+            lines.append(f"  {'LTP tests':29} to build, "
+                         f"~{minutes_text(ltp.BUILD_MINUTES)} min")
     if "systemd" in groups:
         import deb
         for v in variants:
