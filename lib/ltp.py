@@ -3,8 +3,9 @@ and its neighbours (fork, exit, kill, ptrace, process groups, pidfds), an
 independent conformance check written by others.
 
 The source, in this order: $FASTREAP_LTP_SRC (a checkout, copied), a
-`git clone` of LTP pinned to COMMIT, the local mirror MIRROR.  With none of
-them the group reports one skip, with the reason.  It is built in the
+`git fetch` of COMMIT from GitHub, the same from the local mirror MIRROR.
+With none of them the group reports one skip per variant, with the
+reason, and no failure.  It is built in the
 cache, never in the repository:
 
   ltp/<key>/src       the source tree, configured with LDFLAGS=-static
@@ -122,8 +123,14 @@ def build():
     inst = top / "install"
     if (inst / "testcases" / "bin").is_dir():
         return inst
-    workbench.ensure_packages("build", extra=PACKAGES)
-    top.mkdir(parents=True, exist_ok=True)
+    with workbench.Lock(top / ".lock"):
+        if (inst / "testcases" / "bin").is_dir():
+            return inst
+        workbench.ensure_packages(extra=PACKAGES)
+        return _build(how, top, inst)
+
+
+def _build(how, top, inst):
     src, log_path = top / "src", top / "build.log"
     t0 = time.time()
     with open(log_path, "w") as log:
