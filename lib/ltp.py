@@ -88,7 +88,9 @@ def fetch_source(how, dest, log):
                  ["checkout", "-q", "FETCH_HEAD"]]
         for step in steps:
             try:
-                r = _git(*step, cwd=dest)
+                # a network that drops packets must not eat CI's budget
+                r = _git(*step, cwd=dest,
+                         timeout=120 if origin == URL else 600)
             except subprocess.TimeoutExpired:
                 r = None
             if r is None or r.returncode != 0:
