@@ -14,6 +14,7 @@ the image: source version, variant, flavor, config fragments and patches.
 """
 
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -106,7 +107,11 @@ def ensure_packages(*groups, extra=()):
         raise Error(f"apt-get install {' '.join(missing)} failed: {last}")
 
 
+@functools.cache
 def source_version():
+    # Every cache key starts here, so a fresh machine installs the kernel
+    # source (and the tools to build it) on the first command that needs it.
+    ensure_packages("build")
     r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", SOURCE_PACKAGE],
                        capture_output=True, text=True)
     if r.returncode != 0 or not r.stdout:
