@@ -1377,6 +1377,20 @@ static void unstick_thread(pid_t pid, pid_t tid)
 		return;
 	if (tps == busy_ps && tti == busy_ti)
 		release_blocker();
+	/*
+	 * A tracer in a group stop cannot continue its tracee (seed 21602,
+	 * on stock as on the series): continue the tracer's process first,
+	 * a SIGCONT that the checks that follow see like any other.
+	 */
+	if (tps > 0 && kstate(tps, tti) == 'T') {
+		double end = now_ms() + 2000;
+
+		tname(tps, tti, tn, sizeof(tn));
+		logf_("  (SIGCONT to %s: a tracer stopped in the way -> %d)",
+		      tn, kill(S->p[tps].pid, SIGCONT));
+		while (kstate(tps, tti) == 'T' && now_ms() < end)
+			nap_us(1000);
+	}
 	if (!idle(tps, tti))
 		return;
 	depth++;
