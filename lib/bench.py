@@ -235,8 +235,8 @@ def report(csv_path, a, info):
                       + (f" | {worst:.2f} |" if worst else " | - |")
                       + (f" {top / mine:.2f} |" if top and mine else " - |"))
         md.append("")
-        plot(csv_path, s, a, med)
-        md += [f"![{s}]({csv_path.stem}-{s}.png)", ""]
+        if plot(csv_path, s, a, med):
+            md += [f"![{s}]({csv_path.stem}-{s}.png)", ""]
     out = csv_path.with_suffix(".md")
     out.write_text("\n".join(md) + "\n")
     return out
@@ -244,6 +244,8 @@ def report(csv_path, a, info):
 
 def plot(csv_path, scenario, a, med):
     """ns/op against N, log-log; N=0 is drawn at N=0.3 and labelled 0."""
+    if len(a.sizes) < 2:
+        return None     # one N (say --sizes 0): a table, no curve to draw
     data = csv_path.with_name(f"{csv_path.stem}-{scenario}.dat")
     with open(data, "w") as f:
         for v in a.variants:
@@ -268,6 +270,7 @@ def plot(csv_path, scenario, a, med):
     data.unlink()
     if r.returncode != 0:
         raise Error(f"gnuplot failed: {r.stderr.strip()[:200]}")
+    return png
 
 
 def render(a):
