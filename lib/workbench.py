@@ -110,8 +110,9 @@ def ensure_packages(*groups, extra=()):
 @functools.cache
 def source_version():
     # Every cache key starts here, so a fresh machine installs the kernel
-    # source (and the tools to build it) on the first command that needs it.
-    ensure_packages("build")
+    # source on the first command that needs it; the tools to build it come
+    # with the commands that build (build(), stock_tree()).
+    ensure_packages(extra=[SOURCE_PACKAGE])
     r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", SOURCE_PACKAGE],
                        capture_output=True, text=True)
     if r.returncode != 0 or not r.stdout:
