@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The operations whose kernel instructions docs/results.md counts with
+ * kprof: each runs 1,000 of them between kprof_start() and kprof_stop(),
+ * with the setup (forks, exits, tracer attaches) outside the region.
+ *
+ *   ops reap      wait() reaps 1,000 exited children
+ *   ops pgreap    waitpid(0) reaps 1,000 exited children of our group
+ *   ops pgpoll    waitpid(0, WNOHANG) beside one live child of our group
+ *   ops treap     a tracer (not the parent) reaps 1,000 exited tracees
+ *   ops setpgid   1,000 pairs of setpgid(): a child into its own group
+ *                 and back
+ *
+ * Build static and non-PIE, so that the markers' addresses are fixed:
+ *   gcc -O2 -static -no-pie -o ops ops.c markers.c
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <sys/ptrace.h>
+#include <sys/prctl.h>
+void kprof_start(void);
+void kprof_stop(void);
+#define M 1000
+static pid_t pids[M];
+
+static void die(const char *s) { perror(s); exit(1); }
+
+/* tracer (not parent) reaps M exited tracees */
+static void treap(void)
+{
+	int tp[2], tq[2], gate[2], st; char c; pid_t parent;
+	if (pipe(tp) || pipe(tq) || pipe(gate)) die("pipe");
+	parent = fork();
+	if (!parent) {
+		prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+		for (int i = 0; i < M; i++) {
+			pids[i] = fork();
+			if (!pids[i]) { close(gate[1]); read(gate[0], &c, 1); _exit(0); }
+		}
+		close(gate[0]);
+		write(tp[1], pids, sizeof(pids));
+		read(tq[0], &c, 1);	/* tracer seized all */
+		close(gate[1]);
+		read(tq[0], &c, 1);	/* tracer done: reap outside its window */
+		for (int i = 0; i < M; i++) waitpid(pids[i], NULL, 0);
+		_exit(0);
+	}
+	close(gate[0]); close(gate[1]);
+	read(tp[0], pids, sizeof(pids));
+	for (int i = 0; i < M; i++)
+		if (ptrace(PTRACE_SEIZE, pids[i], 0, 0)) die("seize");
+	write(tq[1], "g", 1);
+	for (int i = 0; i < M; i++) {
+		siginfo_t si;
+		if (waitid(P_PID, pids[i], &si, WEXITED | WNOWAIT | __WALL)) die("waitid");
+	}
+	kprof_start();
+	for (int i = 0; i < M; i++)
+		if (waitpid(-1, &st, __WALL) <= 0) die("waitpid");
+	kprof_stop();
+	write(tq[1], "d", 1);
+	waitpid(parent, NULL, 0);
+}
+
+/* parent reaps M exited children */
+static void reap(void)
+{
+	int gate[2]; char c;
+	if (pipe(gate)) die("pipe");
+	for (int i = 0; i < M; i++) {
+		pids[i] = fork();
+		if (!pids[i]) { close(gate[1]); read(gate[0], &c, 1); _exit(0); }
+	}
+	close(gate[0]); close(gate[1]);
+	for (int i = 0; i < M; i++) {
+		siginfo_t si;
+		if (waitid(P_PID, pids[i], &si, WEXITED | WNOWAIT)) die("waitid");
+	}
+	kprof_start();
+	for (int i = 0; i < M; i++)
+		if (wait(NULL) <= 0) die("wait");
+	kprof_stop();
+}
+
+/* M setpgid() into own group and back */
+static void spgid(void)
+{
+	int gate[2]; char c; pid_t ch;
+	if (pipe(gate)) die("pipe");
+	setsid();	/* the guest's runner is in group 0 */
+	ch = fork();
+	if (!ch) { close(gate[1]); read(gate[0], &c, 1); _exit(0); }
+	close(gate[0]);
+	kprof_start();
+	for (int i = 0; i < M; i++) {
+		if (setpgid(ch, ch)) die("setpgid");
+		if (setpgid(ch, getpid())) die("setpgid2");
+	}
+	kprof_stop();
+	close(gate[1]);
+	wait(NULL);
+}
+
+/* waitpid(0, WNOHANG) beside one live child in our group */
+static void pgpoll(void)
+{
+	int gate[2]; char c; pid_t ch;
+	if (pipe(gate)) die("pipe");
+	setsid();
+	ch = fork();
+	if (!ch) { close(gate[1]); read(gate[0], &c, 1); _exit(0); }
+	close(gate[0]);
+	kprof_start();
+	for (int i = 0; i < M; i++)
+		if (waitpid(0, NULL, WNOHANG) != 0) die("pgpoll");
+	kprof_stop();
+	close(gate[1]);
+	wait(NULL);
+}
+
+/* waitpid(0) reaps M exited children of our group */
+static void pgreap(void)
+{
+	int gate[2]; char c;
+	if (pipe(gate)) die("pipe");
+	setsid();
+	for (int i = 0; i < M; i++) {
+		pids[i] = fork();
+		if (!pids[i]) { close(gate[1]); read(gate[0], &c, 1); _exit(0); }
+	}
+	close(gate[0]); close(gate[1]);
+	for (int i = 0; i < M; i++) {
+		siginfo_t si;
+		if (waitid(P_PID, pids[i], &si, WEXITED | WNOWAIT)) die("waitid");
+	}
+	kprof_start();
+	for (int i = 0; i < M; i++)
+		if (waitpid(0, NULL, 0) <= 0) die("waitpid0");
+	kprof_stop();
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: ops reap|pgreap|pgpoll|treap|setpgid\n");
+		return 2;
+	}
+	if (!strcmp(argv[1], "treap")) treap();
+	else if (!strcmp(argv[1], "reap")) reap();
+	else if (!strcmp(argv[1], "setpgid")) spgid();
+	else if (!strcmp(argv[1], "pgpoll")) pgpoll();
+	else if (!strcmp(argv[1], "pgreap")) pgreap();
+	else {
+		fprintf(stderr, "ops: unknown operation '%s'\n", argv[1]);
+		return 2;
+	}
+	printf("ok %s\n", argv[1]);
+	return 0;
+}
