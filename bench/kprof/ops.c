@@ -30,6 +30,37 @@ static pid_t pids[M];
 
 static void die(const char *s) { perror(s); exit(1); }
 
+/* A child that waits for @gate's write end to close, then exits. */
+static pid_t gated_child(int gate[2])
+{
+	char c;
+	pid_t pid = fork();
+
+	if (pid < 0) die("fork");
+	if (!pid) { close(gate[1]); read(gate[0], &c, 1); _exit(0); }
+	return pid;
+}
+
+/* Wait, without reaping, until each of pids[] has exited. */
+static void await_zombies(int flags)
+{
+	for (int i = 0; i < M; i++) {
+		siginfo_t si;
+		if (waitid(P_PID, pids[i], &si, WEXITED | WNOWAIT | flags)) die("waitid");
+	}
+}
+
+/* M exited children, not yet reaped, in pids[] */
+static void fork_zombies(void)
+{
+	int gate[2];
+	if (pipe(gate)) die("pipe");
+	for (int i = 0; i < M; i++)
+		pids[i] = gated_child(gate);
+	close(gate[0]); close(gate[1]);
+	await_zombies(0);
+}
+
 /* tracer (not parent) reaps M exited tracees */
 static void treap(void)
 {
@@ -38,10 +69,8 @@ static void treap(void)
 	parent = fork();
 	if (!parent) {
 		prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
-		for (int i = 0; i < M; i++) {
-			pids[i] = fork();
-			if (!pids[i]) { close(gate[1]); read(gate[0], &c, 1); _exit(0); }
-		}
+		for (int i = 0; i < M; i++)
+			pids[i] = gated_child(gate);
 		close(gate[0]);
 		write(tp[1], pids, sizeof(pids));
 		read(tq[0], &c, 1);	/* tracer seized all */
@@ -55,10 +84,7 @@ static void treap(void)
 	for (int i = 0; i < M; i++)
 		if (ptrace(PTRACE_SEIZE, pids[i], 0, 0)) die("seize");
 	write(tq[1], "g", 1);
-	for (int i = 0; i < M; i++) {
-		siginfo_t si;
-		if (waitid(P_PID, pids[i], &si, WEXITED | WNOWAIT | __WALL)) die("waitid");
-	}
+	await_zombies(__WALL);
 	kprof_start();
 	for (int i = 0; i < M; i++)
 		if (waitpid(-1, &st, __WALL) <= 0) die("waitpid");
@@ -70,17 +96,7 @@ static void treap(void)
 /* parent reaps M exited children */
 static void reap(void)
 {
-	int gate[2]; char c;
-	if (pipe(gate)) die("pipe");
-	for (int i = 0; i < M; i++) {
-		pids[i] = fork();
-		if (!pids[i]) { close(gate[1]); read(gate[0], &c, 1); _exit(0); }
-	}
-	close(gate[0]); close(gate[1]);
-	for (int i = 0; i < M; i++) {
-		siginfo_t si;
-		if (waitid(P_PID, pids[i], &si, WEXITED | WNOWAIT)) die("waitid");
-	}
+	fork_zombies();
 	kprof_start();
 	for (int i = 0; i < M; i++)
 		if (wait(NULL) <= 0) die("wait");
@@ -90,11 +106,10 @@ static void reap(void)
 /* M setpgid() into own group and back */
 static void spgid(void)
 {
-	int gate[2]; char c; pid_t ch;
+	int gate[2]; pid_t ch;
 	if (pipe(gate)) die("pipe");
 	setsid();	/* the guest's runner is in group 0 */
-	ch = fork();
-	if (!ch) { close(gate[1]); read(gate[0], &c, 1); _exit(0); }
+	ch = gated_child(gate);
 	close(gate[0]);
 	kprof_start();
 	for (int i = 0; i < M; i++) {
@@ -109,11 +124,10 @@ static void spgid(void)
 /* waitpid(0, WNOHANG) beside one live child in our group */
 static void pgpoll(void)
 {
-	int gate[2]; char c; pid_t ch;
+	int gate[2];
 	if (pipe(gate)) die("pipe");
 	setsid();
-	ch = fork();
-	if (!ch) { close(gate[1]); read(gate[0], &c, 1); _exit(0); }
+	gated_child(gate);
 	close(gate[0]);
 	kprof_start();
 	for (int i = 0; i < M; i++)
@@ -126,18 +140,8 @@ static void pgpoll(void)
 /* waitpid(0) reaps M exited children of our group */
 static void pgreap(void)
 {
-	int gate[2]; char c;
-	if (pipe(gate)) die("pipe");
 	setsid();
-	for (int i = 0; i < M; i++) {
-		pids[i] = fork();
-		if (!pids[i]) { close(gate[1]); read(gate[0], &c, 1); _exit(0); }
-	}
-	close(gate[0]); close(gate[1]);
-	for (int i = 0; i < M; i++) {
-		siginfo_t si;
-		if (waitid(P_PID, pids[i], &si, WEXITED | WNOWAIT)) die("waitid");
-	}
+	fork_zombies();
 	kprof_start();
 	for (int i = 0; i < M; i++)
 		if (waitpid(0, NULL, 0) <= 0) die("waitpid0");
