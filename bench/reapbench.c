@@ -166,9 +166,9 @@ static void make_idle(pid_t *pids, long n, struct stackpool *pool,
 	}
 }
 
-/* ---- burst, peek, pgrp, idle-*: reap M zombies behind N idle children ---- */
+/* ---- burst, peek, pgrp, idle-*, nothread-burst: reap M zombies behind N idle children ---- */
 
-enum reap_style { REAP_WAIT, REAP_PEEK, REAP_PGRP };
+enum reap_style { REAP_WAIT, REAP_PEEK, REAP_PGRP, REAP_NOTHREAD };
 
 static void scen_reap(enum reap_style style, enum idle idle)
 {
@@ -195,6 +195,10 @@ static void scen_reap(enum reap_style style, enum idle idle)
 				break;
 			case REAP_PGRP:
 				expect_pid(waitpid(0, &st, 0), "waitpid(0)");
+				break;
+			case REAP_NOTHREAD:
+				expect_pid(wait4(-1, &st, __WNOTHREAD, NULL),
+					   "wait4(-1, __WNOTHREAD)");
 				break;
 			case REAP_PEEK:
 				si.si_pid = 0;
@@ -397,9 +401,13 @@ static void scen_threads_stopped(void)
 	kill_reap(&anchor, 1);
 }
 
-/* ---- empty: WNOHANG polls that find nothing ---- */
+/*
+ * ---- empty, nothread-empty: WNOHANG polls that find nothing; the second
+ * with __WNOTHREAD, which in our single-threaded process waits for the same
+ * children ----
+ */
 
-static void scen_empty(void)
+static void scen_empty(int flags)
 {
 	pid_t *lng = xcalloc(o.n, sizeof(*lng));
 	struct stackpool lp;
@@ -413,7 +421,7 @@ static void scen_empty(void)
 	for (r = 0; r < o.reps; r++) {
 		t0 = now_ns();
 		for (i = 0; i < o.m; i++)
-			if (waitpid(-1, &st, WNOHANG) != 0 &&
+			if (waitpid(-1, &st, WNOHANG | flags) != 0 &&
 			    !(o.n == 0 && errno == ECHILD))
 				die("waitpid(-1, WNOHANG) found something");
 		t1 = now_ns();
@@ -1841,6 +1849,8 @@ static const struct {
 	{ "idle-clone", 1000, 100, "wait() reaps M; the N are clone zombies" },
 	{ "pgrp-zombies", 1000, 100, "waitpid(0) reaps M; N zombies elsewhere" },
 	{ "nothread", 1000, 1000, "__WNOTHREAD polls; a sibling has N zombies" },
+	{ "nothread-empty", 1000, 1000, "the empty polls with __WNOTHREAD" },
+	{ "nothread-burst", 1000, 100, "the burst, wait4(-1, __WNOTHREAD)" },
 	{ "pgrp-grandkids", 1000, 1000, "waitpid(0) polls; our child's N kids" },
 	{ "threads-stopped", 1000, 100, "4 blocked wait() threads, N stopped" },
 	{ "pidns", 1000, 0, "kill a pid ns init of N processes, reap it" },
@@ -1969,7 +1979,11 @@ int main(int argc, char **argv)
 	else if (!strcmp(scen, "threads-stopped"))
 		scen_threads_stopped();
 	else if (!strcmp(scen, "empty"))
-		scen_empty();
+		scen_empty(0);
+	else if (!strcmp(scen, "nothread-empty"))
+		scen_empty(__WNOTHREAD);
+	else if (!strcmp(scen, "nothread-burst"))
+		scen_reap(REAP_NOTHREAD, IDLE_LIVE);
 	else if (!strcmp(scen, "stopped"))
 		scen_stopcont(0);
 	else if (!strcmp(scen, "continued"))

@@ -10,7 +10,8 @@
  * WUNTRACED (CLD_TRAPPED for waitid).  A tracer exiting releases a
  * stopped tracee into an ordinary group stop.  Traced threads are
  * eligible for the tracer's waits without __WALL/__WCLONE (since Linux
- * 4.7, "wait/ptrace: assume __WALL if the child is traced").
+ * 4.7, "wait/ptrace: assume __WALL if the child is traced").  __WNOTHREAD
+ * does not hide a child traced by another process from its parent.
  *
  * The tracer runs as a separate child of the test (so it is not the
  * parent) and does exactly what the test tells it through a pipe, and
@@ -514,6 +515,95 @@ TEST(traced_thread_needs_no_wall)
 	ASSERT_WRES(WK_WAITPID_PID, r, pid, CLD_EXITED, 3);
 	wk_wait(WK_WAITPID_PID, tid, 0, -1, __WALL | WNOHANG, &r);
 	ASSERT_WRES_ERR(r, ECHILD);
+}
+
+/* ------------------------------------------------------------------ */
+/* __WNOTHREAD in a single-threaded parent.                            */
+
+/* The tracer as a grandchild of the test, orphaned: not our child. */
+static int orphan_tracer_fn(void *p)
+{
+	return spawn(tracer_fn, p) > 0 ? 0 : WU_CHILD_FAIL;
+}
+
+static const enum wkind any_kinds[] = {
+	WK_WAITPID_ANY, WK_WAITID_ALL, WK_WAITPID_PGRP0, WK_WAITID_PGID0,
+};
+
+/*
+ * Every untargeted way of asking, with @opts | WNOHANG, finds nothing
+ * (@err 0) or fails with @err.
+ */
+static void expect_any(struct __test_metadata *_metadata, int opts, int err)
+{
+	struct wres r;
+	size_t i;
+
+	for (i = 0; i < sizeof(any_kinds) / sizeof(any_kinds[0]); i++) {
+		wk_wait(any_kinds[i], 0, 0, -1, opts | WNOHANG, &r);
+		ASSERT_EQ(err ? -1 : 0, r.ret)
+			TH_LOG("kind %d, opts %#x: errno %d", any_kinds[i],
+			       opts, r.err);
+		ASSERT_EQ(err, r.err);
+		ASSERT_EQ(0, r.pid);
+	}
+}
+
+/* ... and the P_PID oracle agrees for @pid. */
+static void expect_all(struct __test_metadata *_metadata, pid_t pid,
+		       int opts, int err)
+{
+	struct wres r;
+
+	expect_any(_metadata, opts, err);
+	wk_wait(WK_WAITID_PID, pid, 0, -1, opts | WNOHANG, &r);
+	ASSERT_EQ(err ? -1 : 0, r.ret);
+	ASSERT_EQ(err, r.err);
+	ASSERT_EQ(0, r.pid);
+}
+
+/*
+ * __WNOTHREAD limits a wait to the waiting thread's own ->children and
+ * ->ptraced, not to the children whose ->parent it is: a child traced by
+ * another process keeps a single-threaded parent's __WNOTHREAD waits from
+ * -ECHILD, alive or as a zombie that the tracer holds, as it keeps its
+ * other waits, and the P_PID oracle agrees.  Once the tracer reaps the
+ * zombie, __WNOTHREAD waits report it as any other.
+ */
+TEST(single_thread_nothread_sees_child_traced_by_nonchild)
+{
+	struct tracer tr, *t = &tr;
+	struct gate g[2];
+	struct wres r;
+	pid_t pid, mid;
+
+	pid = spawn_tracee(_metadata, g, code_of(0));
+	ASSERT_GT(pid, 0);
+	ASSERT_EQ(0, gate_init(&t->cmd));
+	ASSERT_EQ(0, note_init(&t->res));
+	mid = spawn(orphan_tracer_fn, t);
+	ASSERT_GT(mid, 0);
+	close(t->res.wfd);
+	t->res.wfd = -1;
+	wk_wait(WK_WAITPID_PID, mid, 0, -1, 0, &r);
+	ASSERT_WRES(WK_WAITPID_PID, r, mid, CLD_EXITED, 0);
+	T_OK(t, T_SEIZE, pid, 0);
+
+	expect_all(_metadata, pid, WUNTRACED | WCONTINUED, 0);
+	expect_all(_metadata, pid, WUNTRACED | WCONTINUED | __WNOTHREAD, 0);
+
+	ASSERT_EQ(0, gate_open(&g[0], 1));
+	wait_proc_state(pid, pid, 'Z');
+	expect_all(_metadata, pid, 0, 0);
+	expect_all(_metadata, pid, __WNOTHREAD, 0);
+
+	T_WAIT_ST(t, pid, 0, code_of(0) << 8);
+	wk_wait(WK_WAITID_ALL, 0, 0, -1, __WNOTHREAD | WNOHANG | WNOWAIT, &r);
+	ASSERT_WRES(WK_WAITID_ALL, r, pid, CLD_EXITED, code_of(0));
+	wk_wait(WK_WAITPID_PGRP0, 0, 0, -1, __WNOTHREAD | WNOHANG, &r);
+	ASSERT_WRES(WK_WAITPID_PGRP0, r, pid, CLD_EXITED, code_of(0));
+	expect_all(_metadata, pid, __WNOTHREAD, ECHILD);
+	/* The tracer reads EOF and exits when we do. */
 }
 
 TEST_HARNESS_MAIN
