@@ -6,7 +6,8 @@
  * to the calling thread's own children.  When the forking thread exits,
  * its children pass to another thread of the group (not to a reaper
  * outside), which can then reap them even with __WNOTHREAD; a child's
- * PR_SET_PDEATHSIG fires at that hand-over.
+ * PR_SET_PDEATHSIG fires at that hand-over.  A single-threaded parent's
+ * blocking __WNOTHREAD waits sleep and wake as any other.
  */
 #include "wait_util.h"
 
@@ -413,6 +414,57 @@ TEST(concurrent_waiters_last_child)
 	ASSERT_WRES(WK_WAITPID_ANY, w[got].r, k.pid[0], CLD_EXITED,
 		    code_of(0));
 	ASSERT_WRES_ERR(w[!got].r, ECHILD);
+}
+
+/*
+ * A single-threaded process's blocking __WNOTHREAD waits sleep until its
+ * child exits, and wake then, P_ALL and P_PGID alike.  The child is killed
+ * by a helper process, as a helper thread would make us multi-threaded: a
+ * clone child without an exit signal, which these waits do not take.
+ */
+static int killer_fn(void *arg)
+{
+	pid_t victim = *(pid_t *)arg, parent = getppid();
+
+	while (!task_in_wait(parent, parent))
+		sched_yield();
+	return kill(victim, SIGTERM) ? WU_CHILD_FAIL : 0;
+}
+
+static pid_t spawn_killer(pid_t *victim)
+{
+	struct clone_args args = { .exit_signal = 0 };
+	pid_t pid = sys_clone3(&args);
+
+	if (pid == 0) {
+		wu_child_init();
+		_exit(killer_fn(victim));
+	}
+	return pid;
+}
+
+TEST(single_thread_nothread_blocking_waits_wake)
+{
+	static const enum wkind kinds[] = {
+		WK_WAITPID_ANY, WK_WAITID_ALL, WK_WAITPID_PGRP0,
+		WK_WAITID_PGID0,
+	};
+	struct gate g;
+	struct wres r;
+	pid_t c, killer;
+	size_t i;
+
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		ASSERT_EQ(0, gate_init(&g));
+		c = spawn_gated(&g, code_of(i));
+		ASSERT_GT(c, 0);
+		killer = spawn_killer(&c);
+		ASSERT_GT(killer, 0);
+		wk_wait(kinds[i], 0, 0, -1, __WNOTHREAD, &r);
+		ASSERT_WRES(kinds[i], r, c, CLD_KILLED, SIGTERM);
+		wk_wait(WK_WAITPID_PID, killer, 0, -1, __WCLONE, &r);
+		ASSERT_WRES(WK_WAITPID_PID, r, killer, CLD_EXITED, 0);
+	}
 }
 
 TEST_HARNESS_MAIN

@@ -319,20 +319,20 @@ static inline void wait_task_gone(pid_t pid, pid_t tid)
 }
 
 /*
- * Is thread @tid of this process asleep inside wait4() or waitid()?
+ * Is thread @tid of process @pid asleep inside wait4() or waitid()?
  * /proc/.../syscall only shows a syscall number once the task is off
  * the CPU, and do_wait() queues itself before it scans the children,
  * so once this is true a child exit can no longer be missed and the
  * wait has demonstrably not returned yet.
  */
-static inline bool thread_in_wait(pid_t tid)
+static inline bool task_in_wait(pid_t pid, pid_t tid)
 {
 	char path[64], buf[256];
 	ssize_t n;
 	long nr;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
@@ -344,6 +344,12 @@ static inline bool thread_in_wait(pid_t tid)
 	if (sscanf(buf, "%ld", &nr) != 1)
 		return false;
 	return nr == __NR_wait4 || nr == __NR_waitid;
+}
+
+/* The same for a thread of this process. */
+static inline bool thread_in_wait(pid_t tid)
+{
+	return task_in_wait(getpid(), tid);
 }
 
 /*
