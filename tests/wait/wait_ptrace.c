@@ -526,40 +526,27 @@ static int orphan_tracer_fn(void *p)
 	return spawn(tracer_fn, p) > 0 ? 0 : WU_CHILD_FAIL;
 }
 
-static const enum wkind any_kinds[] = {
-	WK_WAITPID_ANY, WK_WAITID_ALL, WK_WAITPID_PGRP0, WK_WAITID_PGID0,
-};
-
 /*
- * Every untargeted way of asking, with @opts | WNOHANG, finds nothing
- * (@err 0) or fails with @err.
+ * Every untargeted way of asking, with @opts | WNOHANG, and the P_PID
+ * oracle for @pid, find nothing (@err 0) or fail with @err.
  */
-static void expect_any(struct __test_metadata *_metadata, int opts, int err)
+static void expect_all(struct __test_metadata *_metadata, pid_t pid,
+		       int opts, int err)
 {
+	static const enum wkind kinds[] = {
+		WK_WAITPID_ANY, WK_WAITID_ALL, WK_WAITPID_PGRP0,
+		WK_WAITID_PGID0, WK_WAITID_PID,
+	};
 	struct wres r;
-	size_t i;
 
-	for (i = 0; i < sizeof(any_kinds) / sizeof(any_kinds[0]); i++) {
-		wk_wait(any_kinds[i], 0, 0, -1, opts | WNOHANG, &r);
+	for (unsigned int i = 0; i < ARRAY_SIZE(kinds); i++) {
+		wk_wait(kinds[i], pid, 0, -1, opts | WNOHANG, &r);
 		ASSERT_EQ(err ? -1 : 0, r.ret)
-			TH_LOG("kind %d, opts %#x: errno %d", any_kinds[i],
+			TH_LOG("kind %d, opts %#x: errno %d", kinds[i],
 			       opts, r.err);
 		ASSERT_EQ(err, r.err);
 		ASSERT_EQ(0, r.pid);
 	}
-}
-
-/* ... and the P_PID oracle agrees for @pid. */
-static void expect_all(struct __test_metadata *_metadata, pid_t pid,
-		       int opts, int err)
-{
-	struct wres r;
-
-	expect_any(_metadata, opts, err);
-	wk_wait(WK_WAITID_PID, pid, 0, -1, opts | WNOHANG, &r);
-	ASSERT_EQ(err ? -1 : 0, r.ret);
-	ASSERT_EQ(err, r.err);
-	ASSERT_EQ(0, r.pid);
 }
 
 /*

@@ -452,9 +452,8 @@ TEST(single_thread_nothread_blocking_waits_wake)
 	struct gate g;
 	struct wres r;
 	pid_t c, killer;
-	size_t i;
 
-	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+	for (unsigned int i = 0; i < ARRAY_SIZE(kinds); i++) {
 		ASSERT_EQ(0, gate_init(&g));
 		c = spawn_gated(&g, code_of(i));
 		ASSERT_GT(c, 0);
