@@ -276,6 +276,38 @@ static void scen_nothread(void)
 	kill_reap(&own, 1);
 }
 
+/*
+ * ---- thread-nothread-empty, thread-nothread-burst: nothread-empty and
+ * nothread-burst in a thread with an idle sibling, whose __WNOTHREAD waits
+ * are for its own children only ----
+ */
+
+static struct {
+	pthread_t th;
+	int done[2];
+} idle_sibling;
+
+static void *idle_sibling_main(void *arg)
+{
+	char c;
+
+	xread(idle_sibling.done[0], &c, 1);
+	return NULL;
+}
+
+static void start_idle_sibling(void)
+{
+	if (pipe(idle_sibling.done) ||
+	    pthread_create(&idle_sibling.th, NULL, idle_sibling_main, NULL))
+		die("sibling thread");
+}
+
+static void stop_idle_sibling(void)
+{
+	xwrite(idle_sibling.done[1], "q", 1);
+	pthread_join(idle_sibling.th, NULL);
+}
+
 /* ---- pgrp-grandkids: waitpid(0) polls; our child's N children share our group ---- */
 
 static void scen_pgrp_grandkids(void)
@@ -1851,6 +1883,10 @@ static const struct {
 	{ "nothread", 1000, 1000, "__WNOTHREAD polls; a sibling has N zombies" },
 	{ "nothread-empty", 1000, 1000, "the empty polls with __WNOTHREAD" },
 	{ "nothread-burst", 1000, 100, "the burst, wait4(-1, __WNOTHREAD)" },
+	{ "thread-nothread-empty", 1000, 1000,
+	  "nothread-empty beside an idle thread" },
+	{ "thread-nothread-burst", 1000, 100,
+	  "nothread-burst beside an idle thread" },
 	{ "pgrp-grandkids", 1000, 1000, "waitpid(0) polls; our child's N kids" },
 	{ "threads-stopped", 1000, 100, "4 blocked wait() threads, N stopped" },
 	{ "pidns", 1000, 0, "kill a pid ns init of N processes, reap it" },
@@ -1984,6 +2020,15 @@ int main(int argc, char **argv)
 		scen_empty(__WNOTHREAD);
 	else if (!strcmp(scen, "nothread-burst"))
 		scen_reap(REAP_NOTHREAD, IDLE_LIVE);
+	else if (!strcmp(scen, "thread-nothread-empty")) {
+		start_idle_sibling();
+		scen_empty(__WNOTHREAD);
+		stop_idle_sibling();
+	} else if (!strcmp(scen, "thread-nothread-burst")) {
+		start_idle_sibling();
+		scen_reap(REAP_NOTHREAD, IDLE_LIVE);
+		stop_idle_sibling();
+	}
 	else if (!strcmp(scen, "stopped"))
 		scen_stopcont(0);
 	else if (!strcmp(scen, "continued"))

@@ -13,8 +13,10 @@
  * Each answer is checked for every way of asking: P_ALL, P_PGID and the
  * P_PID oracle; waitpid(-1), waitpid(0) and a blocking wait4().  For
  * P_PGID the process group also holds live children of A forked before
- * and after C, which keep the wait from -ECHILD without reporting.
- * When B detaches, A sees C as any parent would again.
+ * and after C, which keep the wait from -ECHILD without reporting; the
+ * ones before are more than a wait walks before it tries its queues.
+ * When B detaches, A sees C as any parent would again.  A's __WCLONE
+ * waits see C only if it is a clone child, as its tracer's see it always.
  */
 #include "wait_util.h"
 
@@ -154,14 +156,19 @@ static void check_parent_sees_stop(struct __test_metadata *_metadata,
 	struct tracer t = { 0 };
 	struct stop want;
 	siginfo_t si;
-	pid_t c, older, younger;
-	int st;
+	pid_t c, older[8], younger;
+	int i, st;
 
 	ASSERT_EQ(0, gate_init(&g));
 	ASSERT_EQ(0, gate_init(&lg));
-	/* Same process group as A, on both sides of C in every list. */
-	older = spawn(live_child_fn, &lg);
-	ASSERT_GT(older, 0);
+	/*
+	 * Same process group as A, on both sides of C in every list; more
+	 * before it than a wait looks at before it tries another way.
+	 */
+	for (i = 0; i < ARRAY_SIZE(older); i++) {
+		older[i] = spawn(live_child_fn, &lg);
+		ASSERT_GT(older[i], 0);
+	}
 	c = spawn_gated(&g, 0);
 	ASSERT_GT(c, 0);
 	younger = spawn(live_child_fn, &lg);
@@ -211,8 +218,9 @@ static void check_parent_sees_stop(struct __test_metadata *_metadata,
 	EXPECT_EQ(c, sys_wait4(-1, &st, __WNOTHREAD | extra_flags, NULL));
 	EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 	tracer_stop(&t);
-	gate_open(&lg, 2);
-	EXPECT_EQ(older, waitpid(older, &st, 0));
+	gate_open(&lg, ARRAY_SIZE(older) + 1);
+	for (i = 0; i < ARRAY_SIZE(older); i++)
+		EXPECT_EQ(older[i], waitpid(older[i], &st, 0));
 	EXPECT_EQ(younger, waitpid(younger, &st, 0));
 	EXPECT_EQ(-1, waitpid(-1, &st, WNOHANG));
 	EXPECT_EQ(ECHILD, errno);
@@ -322,6 +330,53 @@ TEST(clone_child_needs_wclone_for_parent)
 	ASSERT_EQ(0, kill(c, SIGKILL));
 	EXPECT_EQ(c, waitpid(c, &st, __WALL));
 	tracer_stop(&t);
+}
+
+/*
+ * The converse: a non-clone child traced by B is no child of A's __WCLONE
+ * waits, which get -ECHILD (A's other children are not clone children
+ * either), while the group's __WCLONE waits see it through B, as any
+ * tracee.  A has more children than a wait looks at before it tries
+ * another way.
+ */
+TEST(nonclone_child_hidden_from_parent_wclone)
+{
+	int flags = WANY | WNOHANG | WNOWAIT | __WNOTHREAD | __WCLONE;
+	pid_t others[16];
+	struct gate g, lg;
+	struct tracer t = { 0 };
+	siginfo_t si;
+	pid_t c;
+	int i, st;
+
+	ASSERT_EQ(0, gate_init(&g));
+	ASSERT_EQ(0, gate_init(&lg));
+	for (i = 0; i < ARRAY_SIZE(others); i++) {
+		others[i] = spawn(live_child_fn, &lg);
+		ASSERT_GT(others[i], 0);
+	}
+	c = spawn_gated(&g, 0);
+	ASSERT_GT(c, 0);
+	ASSERT_EQ(0, tracer_start(&t, c, false));
+
+	EXPECT_EQ(-1, sys_waitid(P_PID, c, &si, flags, NULL));
+	EXPECT_EQ(ECHILD, errno) TH_LOG("P_PID (the oracle)");
+	EXPECT_EQ(-1, sys_waitid(P_ALL, 0, &si, flags, NULL));
+	EXPECT_EQ(ECHILD, errno) TH_LOG("P_ALL");
+	EXPECT_EQ(-1, sys_waitid(P_PGID, 0, &si, flags, NULL));
+	EXPECT_EQ(ECHILD, errno) TH_LOG("P_PGID");
+	EXPECT_EQ(-1, sys_wait4(-1, &st, WNOHANG | __WNOTHREAD | __WCLONE,
+				NULL));
+	EXPECT_EQ(ECHILD, errno) TH_LOG("wait4(-1)");
+	expect_waitid(_metadata, P_ALL, 0, WANY | __WCLONE, attach_stop(c),
+		      "parent P_ALL __WCLONE, whole group");
+
+	ASSERT_EQ(0, kill(c, SIGKILL));
+	EXPECT_EQ(c, waitpid(c, &st, __WALL));
+	tracer_stop(&t);
+	gate_open(&lg, ARRAY_SIZE(others));
+	for (i = 0; i < ARRAY_SIZE(others); i++)
+		EXPECT_EQ(others[i], waitpid(others[i], &st, 0));
 }
 
 /* A thread that is neither C's parent nor its tracer. */
