@@ -124,6 +124,17 @@ static int live_child_fn(void *g)
 	return gate_pass(g) ? 0 : WU_ORPHANED;
 }
 
+/* @n live children of A behind gate @g, in A's process group. */
+static int spawn_live(pid_t *pids, int n, struct gate *g)
+{
+	for (int i = 0; i < n; i++) {
+		pids[i] = spawn(live_child_fn, g);
+		if (pids[i] <= 0)
+			return -1;
+	}
+	return 0;
+}
+
 #define EXPECT_REPORT(ret, si, want, what) do {				\
 	EXPECT_EQ(0, (ret)) TH_LOG("%s: errno %d", what, errno);	\
 	EXPECT_EQ((want).pid, (si).si_pid) TH_LOG("%s", what);		\
@@ -165,10 +176,7 @@ static void check_parent_sees_stop(struct __test_metadata *_metadata,
 	 * Same process group as A, on both sides of C in every list; more
 	 * before it than a wait looks at before it tries another way.
 	 */
-	for (i = 0; i < ARRAY_SIZE(older); i++) {
-		older[i] = spawn(live_child_fn, &lg);
-		ASSERT_GT(older[i], 0);
-	}
+	ASSERT_EQ(0, spawn_live(older, ARRAY_SIZE(older), &lg));
 	c = spawn_gated(&g, 0);
 	ASSERT_GT(c, 0);
 	younger = spawn(live_child_fn, &lg);
@@ -351,10 +359,7 @@ TEST(nonclone_child_hidden_from_parent_wclone)
 
 	ASSERT_EQ(0, gate_init(&g));
 	ASSERT_EQ(0, gate_init(&lg));
-	for (i = 0; i < ARRAY_SIZE(others); i++) {
-		others[i] = spawn(live_child_fn, &lg);
-		ASSERT_GT(others[i], 0);
-	}
+	ASSERT_EQ(0, spawn_live(others, ARRAY_SIZE(others), &lg));
 	c = spawn_gated(&g, 0);
 	ASSERT_GT(c, 0);
 	ASSERT_EQ(0, tracer_start(&t, c, false));
