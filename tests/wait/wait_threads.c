@@ -6,8 +6,9 @@
  * to the calling thread's own children.  When the forking thread exits,
  * its children pass to another thread of the group (not to a reaper
  * outside), which can then reap them even with __WNOTHREAD; a child's
- * PR_SET_PDEATHSIG fires at that hand-over.  A single-threaded parent's
- * blocking __WNOTHREAD waits sleep and wake as any other.
+ * PR_SET_PDEATHSIG fires at that hand-over.  Blocking __WNOTHREAD waits
+ * sleep and wake as any other, in a single-threaded parent and in a thread
+ * with siblings.
  */
 #include "wait_util.h"
 
@@ -464,6 +465,53 @@ TEST(single_thread_nothread_blocking_waits_wake)
 		wk_wait(WK_WAITPID_PID, killer, 0, -1, __WCLONE, &r);
 		ASSERT_WRES(WK_WAITPID_PID, r, killer, CLD_EXITED, 0);
 	}
+}
+
+/*
+ * The same in a thread with siblings, which has more children than its
+ * first walk looks at, beside a sibling's zombie: its blocking
+ * __WNOTHREAD waits pass over the sibling's report, sleep, and wake for
+ * the one child of theirs that a sibling thread kills.
+ */
+static void kill_victim(void *victim)
+{
+	kill(*(pid_t *)victim, SIGTERM);
+}
+
+TEST(thread_nothread_blocking_waits_wake)
+{
+	static const enum wkind kinds[] = {
+		WK_WAITPID_ANY, WK_WAITID_ALL, WK_WAITPID_PGRP0,
+		WK_WAITID_PGID0,
+	};
+	struct releaser rel;
+	struct forker f;
+	pid_t kids[8];
+	struct gate g;
+	struct wres r;
+	unsigned int i, j;
+
+	ASSERT_EQ(0, forker_start(&f));
+	ASSERT_EQ(0, forker_do(&f, CMD_FORK_ZOMBIE));
+	for (i = 0; i < ARRAY_SIZE(kinds); i++) {
+		ASSERT_EQ(0, gate_init(&g));
+		for (j = 0; j < ARRAY_SIZE(kids); j++) {
+			kids[j] = spawn_gated(&g, code_of(j));
+			ASSERT_GT(kids[j], 0);
+		}
+		ASSERT_EQ(0, releaser_start(&rel, kill_victim, &kids[5]));
+		wk_wait(kinds[i], 0, 0, -1, __WNOTHREAD, &r);
+		ASSERT_EQ(0, releaser_join(&rel));
+		ASSERT_WRES(kinds[i], r, kids[5], CLD_KILLED, SIGTERM);
+		ASSERT_EQ(0, gate_open(&g, ARRAY_SIZE(kids) - 1));
+		for (j = 0; j < ARRAY_SIZE(kids); j++)
+			if (j != 5)
+				ASSERT_EQ(kids[j], waitpid(kids[j], NULL, 0));
+	}
+	/* The sibling's zombie is still there for a plain wait. */
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, 0, &r);
+	ASSERT_WRES(WK_WAITPID_ANY, r, f.kid[0], CLD_EXITED, code_of(0));
+	ASSERT_EQ(0, forker_exit(&f));
 }
 
 TEST_HARNESS_MAIN
