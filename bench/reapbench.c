@@ -217,7 +217,16 @@ static void scen_reap(enum reap_style style, enum idle idle)
 	kill_reap(lng, o.n);
 }
 
-/* ---- nothread: __WNOTHREAD polls while a sibling thread holds N zombies ---- */
+/*
+ * ---- nothread, thread-nothread-both: __WNOTHREAD polls while a sibling
+ * thread holds N zombies ----
+ *
+ * nothread: we have one live child of our own, so that every poll returns 0.
+ * thread-nothread-both: we have max(N, 1) live children of our own (at N = 0
+ * the same as nothread). Our N children have nothing to report and our
+ * sibling's N queued reports are not ours: the one case where the patched
+ * wait is still O(N), as stock is; it takes turns between both.
+ */
 
 struct sibling {
 	pid_t *pids;
@@ -242,20 +251,20 @@ static void *sibling_main(void *arg)
 	return NULL;
 }
 
-static void scen_nothread(void)
+static void scen_nothread(long n_own)
 {
 	struct sibling sb = { .pids = xcalloc(o.n, sizeof(pid_t)) };
+	pid_t *own = xcalloc(n_own, sizeof(*own));
 	struct stackpool lp;
 	pthread_t th;
-	pid_t own;
 	uint64_t t0, t1;
 	int r, st;
 	long i;
 	char c = 0;
 
-	/* One live child of our own, so that every poll returns 0. */
-	pool_init(&lp, 1);
-	make_sleepers(&own, 1, &lp);
+	/* Live children of our own (n_own >= 1), so that every poll returns 0. */
+	pool_init(&lp, n_own);
+	make_sleepers(own, n_own, &lp);
 	pool_init(&sb.pool, o.n);
 	if (pipe(sb.ready) || pipe(sb.done) ||
 	    pthread_create(&th, NULL, sibling_main, &sb))
@@ -273,7 +282,7 @@ static void scen_nothread(void)
 	xwrite(sb.done[1], &c, 1);
 	pthread_join(th, NULL);
 	kill_reap(sb.pids, o.n);
-	kill_reap(&own, 1);
+	kill_reap(own, n_own);
 }
 
 /*
@@ -291,6 +300,7 @@ static void *idle_sibling_main(void *arg)
 {
 	char c;
 
+	(void)arg;
 	xread(idle_sibling.done[0], &c, 1);
 	return NULL;
 }
@@ -1887,6 +1897,8 @@ static const struct {
 	  "nothread-empty beside an idle thread" },
 	{ "thread-nothread-burst", 1000, 100,
 	  "nothread-burst beside an idle thread" },
+	{ "thread-nothread-both", 1000, 1000,
+	  "nothread, and N live children of our own" },
 	{ "pgrp-grandkids", 1000, 1000, "waitpid(0) polls; our child's N kids" },
 	{ "threads-stopped", 1000, 100, "4 blocked wait() threads, N stopped" },
 	{ "pidns", 1000, 0, "kill a pid ns init of N processes, reap it" },
@@ -1989,7 +2001,9 @@ int main(int argc, char **argv)
 	if (o.n < 0 || o.m < 0 || o.reps < 1 || o.threads < 1 ||
 	    o.interval_us < 0)
 		usage();
-	raise_limits(o.n + (long)o.reps * o.m + o.threads + 16);
+	/* thread-nothread-both: N children of ours besides the sibling's N. */
+	raise_limits(o.n * (strcmp(scen, "thread-nothread-both") ? 1 : 2) +
+		     (long)o.reps * o.m + o.threads + 16);
 	check_clock();
 	/* Default SIGCHLD disposition: zombies must stay for us to reap. */
 	signal(SIGCHLD, SIG_DFL);
@@ -2009,7 +2023,9 @@ int main(int argc, char **argv)
 	else if (!strcmp(scen, "pgrp-zombies"))
 		scen_reap(REAP_PGRP, IDLE_OTHER_PGRP_ZOMBIE);
 	else if (!strcmp(scen, "nothread"))
-		scen_nothread();
+		scen_nothread(1);
+	else if (!strcmp(scen, "thread-nothread-both"))
+		scen_nothread(o.n ? o.n : 1);
 	else if (!strcmp(scen, "pgrp-grandkids"))
 		scen_pgrp_grandkids();
 	else if (!strcmp(scen, "threads-stopped"))

@@ -58,12 +58,14 @@ JOBCTL = ["exit", "exit-ownpgrp", "exit-held", "orphan-exit", "setpgid",
 # The idle-*, pgrp-*, nothread and threads-stopped scenarios time waits
 # beside children whose report the wait cannot take (issue 9, part 2);
 # nothread-* are a single-threaded process's __WNOTHREAD waits, thread-nothread-*
-# the same by a thread with an idle sibling.
+# the same by a thread with an idle sibling; thread-nothread-both is nothread
+# with N live children of the waiting thread's own (still O(N) when patched).
 SCENARIOS = ["burst", "empty", "peek", "pgrp", "stopped", "continued",
              "ptrace", "threads", "pidns", "forkwait", "mixed",
              "idle-stopped", "idle-continued", "idle-clone", "pgrp-zombies",
              "nothread", "nothread-empty", "nothread-burst",
-             "thread-nothread-empty", "thread-nothread-burst", "pgrp-grandkids",
+             "thread-nothread-empty", "thread-nothread-burst",
+             "thread-nothread-both", "pgrp-grandkids",
              "threads-stopped", *CLIENTS,
              *JOBCTL]
 # Operations timed per sample.  Under -icount one sample is exact, so M
@@ -71,6 +73,7 @@ SCENARIOS = ["burst", "empty", "peek", "pgrp", "stopped", "continued",
 # The inits get a burst of 512 exits, like the demo.
 OPS = {"empty": 200, "forkwait": 200, "mixed": 200, "nothread": 200,
        "nothread-empty": 200, "thread-nothread-empty": 200,
+       "thread-nothread-both": 200,
        "pgrp-grandkids": 200, "tini": 512,
        "dumb-init": 512, "catatonit": 512, "strace": 100, "bash": 50,
        "exit": 512, "exit-ownpgrp": 512, "exit-held": 512,

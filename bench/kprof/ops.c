@@ -10,6 +10,7 @@
  *   ops treap     a tracer (not the parent) reaps 1,000 exited tracees
  *   ops setpgid   1,000 pairs of setpgid(): a child into its own group
  *                 and back
+ *   ops setsid    1,000 children of ours, in our group, call setsid()
  *
  * Build static and non-PIE, so that the markers' addresses are fixed:
  *   gcc -O2 -static -no-pie -o ops ops.c markers.c
@@ -121,6 +122,24 @@ static void spgid(void)
 	wait(NULL);
 }
 
+/* M children call setsid(), one at a time; only that call is counted */
+static void ssid(void)
+{
+	setsid();
+	for (int i = 0; i < M; i++) {
+		pid_t pid = fork();
+
+		if (pid < 0) die("fork");
+		if (!pid) {
+			kprof_start();
+			if (setsid() < 0) die("setsid");
+			kprof_stop();
+			_exit(0);
+		}
+		if (waitpid(pid, NULL, 0) != pid) die("waitpid");
+	}
+}
+
 /* waitpid(0, WNOHANG) beside one live child in our group */
 static void pgpoll(void)
 {
@@ -151,12 +170,13 @@ static void pgreap(void)
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
-		fprintf(stderr, "usage: ops reap|pgreap|pgpoll|treap|setpgid\n");
+		fprintf(stderr, "usage: ops reap|pgreap|pgpoll|treap|setpgid|setsid\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "treap")) treap();
 	else if (!strcmp(argv[1], "reap")) reap();
 	else if (!strcmp(argv[1], "setpgid")) spgid();
+	else if (!strcmp(argv[1], "setsid")) ssid();
 	else if (!strcmp(argv[1], "pgpoll")) pgpoll();
 	else if (!strcmp(argv[1], "pgreap")) pgreap();
 	else {
