@@ -298,4 +298,37 @@ TEST_F(clone, exit_signal_delivered)
 	ASSERT_EQ(pid, waitpid(pid, NULL, __WCLONE));
 }
 
+/*
+ * Clone zombies found by their process group, among plain zombies of our
+ * group and clone zombies of another: each selector takes its own.
+ */
+TEST_F(clone, group_wait_finds_clone_zombie)
+{
+	pid_t other;
+	struct wres r;
+
+	ASSERT_EQ(0, kids_add(&self->k, false, code_of(0)));
+	ASSERT_EQ(1, add_clone(variant, &self->k, true, code_of(1)));
+	ASSERT_EQ(2, add_clone(variant, &self->k, false, code_of(2)));
+	other = self->k.pid[1];
+	ASSERT_EQ(0, setpgid(other, other));
+	kids_release(&self->k, 1);
+	for (int i = 0; i < 3; i++)
+		ASSERT_EQ(0, wait_zombie(self->k.pid[i]));
+
+	/* Our group: the clone zombie for __WCLONE, the other without. */
+	wk_wait(WK_WAITID_PGID0, 0, 0, -1, __WCLONE | WNOHANG, &r);
+	ASSERT_WRES(WK_WAITID_PGID0, r, self->k.pid[2], CLD_EXITED,
+		    code_of(2));
+	wk_wait(WK_WAITID_PGID, 0, other, -1, WNOHANG, &r);
+	ASSERT_WRES_ERR(r, ECHILD);
+	wk_wait(WK_WAITID_PGID, 0, other, -1, __WCLONE | WNOHANG, &r);
+	ASSERT_WRES(WK_WAITID_PGID, r, other, CLD_EXITED, code_of(1));
+	wk_wait(WK_WAITPID_PGRP0, 0, 0, -1, __WCLONE | WNOHANG, &r);
+	ASSERT_WRES_ERR(r, ECHILD);
+	wk_wait(WK_WAITPID_PGRP0, 0, 0, -1, WNOHANG, &r);
+	ASSERT_WRES(WK_WAITPID_PGRP0, r, self->k.pid[0], CLD_EXITED,
+		    code_of(0));
+}
+
 TEST_HARNESS_MAIN

@@ -27,7 +27,8 @@
  * group or by another process; PTRACE_TRACEME), interrupt, continue,
  * listen, detach, group-stop, SIGCONT, kill, exit single threads
  * (delayed zombie leaders, traced zombie threads), exit groups, exec
- * from any thread, move processes between groups, set SIGCHLD to
+ * from any thread, move processes between groups (themselves, or their
+ * parent moves them, zombies too), set SIGCHLD to
  * SIG_IGN or SA_NOCLDWAIT, consume reports as tracer or parent, and let
  * a forking thread of the test exit (its children pass to a sibling
  * thread); orphans come back to the test, a subreaper.  After each
@@ -171,7 +172,7 @@ enum op {
 	OP_TRACEME,	/* signal to raise after the ack, or 0 */
 	OP_EXIT,	/* code: this thread alone */
 	OP_EXIT_GROUP,	/* code */
-	OP_SETPGID,	/* pgid (0: a new group) */
+	OP_SETPGID,	/* pgid (0: a new group), pid (0: this process) */
 	OP_COMPARE,	/* flag-set mask (low), mask (high), round */
 	OP_CONSUME,	/* flags, how, pgid or -1 */
 	OP_EXEC,	/* re-exec this binary as a worker (no ack if it works) */
@@ -964,7 +965,7 @@ static int run_op(int ps, int ti, struct tslot *s)
 	case OP_EXIT_GROUP:
 		return POST_EXIT_GROUP;
 	case OP_SETPGID:
-		s->ret = setpgid(0, a[0]);
+		s->ret = setpgid(a[1], a[0]);
 		s->err = s->ret < 0 ? errno : 0;
 		break;
 	case OP_COMPARE:
@@ -1603,7 +1604,7 @@ enum rop {
 	R_SEIZE, R_ATTACH, R_TRACEME, R_INTERRUPT, R_PCONT, R_LISTEN,
 	R_DETACH, R_TRACER_CONSUME, R_GSTOP, R_SIGCONT, R_PARENT_CONSUME,
 	R_THREAD_EXIT, R_EXIT_GROUP, R_KILL, R_KILLPG, R_SETPGID,
-	R_AGENT_EXIT, R_SPAWN, R_EXEC, R_SIGCHLD, R_NOPS
+	R_MOVE_KID, R_AGENT_EXIT, R_SPAWN, R_EXEC, R_SIGCHLD, R_NOPS
 };
 
 static const int rop_weight[R_NOPS] = {
@@ -1611,7 +1612,8 @@ static const int rop_weight[R_NOPS] = {
 	[R_PCONT] = 6, [R_LISTEN] = 3, [R_DETACH] = 3,
 	[R_TRACER_CONSUME] = 5, [R_GSTOP] = 12, [R_SIGCONT] = 7,
 	[R_PARENT_CONSUME] = 6, [R_THREAD_EXIT] = 8, [R_EXIT_GROUP] = 5,
-	[R_KILL] = 3, [R_KILLPG] = 1, [R_SETPGID] = 3, [R_AGENT_EXIT] = 2,
+	[R_KILL] = 3, [R_KILLPG] = 1, [R_SETPGID] = 3, [R_MOVE_KID] = 3,
+	[R_AGENT_EXIT] = 2,
 	[R_SPAWN] = 3, [R_EXEC] = 3, [R_SIGCHLD] = 2,
 };
 
@@ -1985,6 +1987,39 @@ static bool random_op(void)
 			r = tcall(y.ps, y.ti, OP_SETPGID, g, 0, 0, 0);
 			logf_("%s: setpgid(0, %d) -> %ld pgid now %d", yn, g, r,
 			      getpgid(S->p[y.ps].pid));
+		}
+		return true;
+	case R_MOVE_KID:
+		/*
+		 * A parent moves a child, maybe a zombie (setpgid() takes one
+		 * that never exec'd): its exit must follow it to the group.
+		 */
+		n = kid_threads(c, "RSDTtZ");
+		if (!n)
+			return false;
+		{
+			int ps = c[rn(n)].ps, pps, pti;
+			pid_t pid = S->p[ps].pid, ppid, g;
+			long r;
+
+			if (!proc_stat(pid, pid, NULL, &ppid, NULL) ||
+			    !slot_of_tid(ppid, &pps, &pti))
+				return false;
+			/* any idle thread of the parent may do it; ours: W0 */
+			pti = 0;
+			while (pps && pti < S->p[pps].nthreads &&
+			       !idle(pps, pti))
+				pti++;
+			if (pps && pti == S->p[pps].nthreads)
+				return false;
+			g = chance(30) ? 0 : chance(30) ? getpgid(ppid) :
+							  pick_kid_group();
+			if (g < 0)
+				g = 0;
+			tname(pps, pti, yn, sizeof(yn));
+			r = tcall(pps, pti, OP_SETPGID, g, pid, 0, 0);
+			logf_("%s: setpgid(%d, %d) -> %ld pgid now %d", yn, pid,
+			      g, r, getpgid(pid));
 		}
 		return true;
 	case R_AGENT_EXIT:

@@ -146,6 +146,101 @@ TEST_F(pgrp, live_group_and_zombie_group)
 	reap_group(_metadata, variant, &self->k, live, 0x5);
 }
 
+/*
+ * A child of ours that dies first, in a group of its own: the oldest exit,
+ * so that a wait for another group cannot find its zombie by looking at
+ * the oldest only.
+ */
+static void oldest_exit_elsewhere(struct __test_metadata *_metadata,
+				  struct kids *k, int i)
+{
+	ASSERT_EQ(0, setpgid(k->pid[i], k->pid[i]));
+	kids_release(k, i);
+	ASSERT_EQ(0, wait_zombie(k->pid[i]));
+}
+
+/*
+ * setpgid() may move a zombie child (one that never exec'd) to another
+ * group, and its exit goes along: a wait for the group it joined reaps
+ * it, a wait for the group it left does not.  Here a zombie leaves our
+ * group for one that has no other zombie; then one leads a group of its
+ * own.
+ */
+TEST_F(pgrp, zombie_moved_out_by_setpgid)
+{
+	pid_t other;
+	struct wres r;
+
+	for (int i = 0; i < 5; i++)
+		ASSERT_EQ(i, kids_add(&self->k, true, code_of(i)));
+	/* 0 holds the other group open, 1 ours; 2 and 3 die in ours. */
+	other = self->k.pid[0];
+	ASSERT_EQ(0, setpgid(other, other));
+	oldest_exit_elsewhere(_metadata, &self->k, 4);
+	kids_release(&self->k, 2);
+	ASSERT_EQ(0, wait_zombie(self->k.pid[2]));
+	ASSERT_EQ(0, setpgid(self->k.pid[2], other));
+	ASSERT_EQ(other, getpgid(self->k.pid[2]));
+
+	gwait(variant, other, WNOHANG, &r);
+	ASSERT_WRES(variant->kind, r, self->k.pid[2], CLD_EXITED, code_of(2));
+	gwait(variant, other, WNOHANG, &r);
+	ASSERT_WRES_NONE(variant->kind, r);
+	owait(variant, WNOHANG, &r);
+	ASSERT_WRES_NONE(variant->own, r);
+
+	kids_release(&self->k, 3);
+	ASSERT_EQ(0, wait_zombie(self->k.pid[3]));
+	ASSERT_EQ(0, setpgid(self->k.pid[3], self->k.pid[3]));
+	owait(variant, WNOHANG, &r);
+	ASSERT_WRES_NONE(variant->own, r);
+	gwait(variant, self->k.pid[3], WNOHANG, &r);
+	ASSERT_WRES(variant->kind, r, self->k.pid[3], CLD_EXITED, code_of(3));
+	gwait(variant, self->k.pid[3], WNOHANG, &r);
+	ASSERT_WRES_ERR(r, ECHILD);
+
+	reap_group(_metadata, variant, &self->k, self->k.pid[4], 0x10);
+	kids_release(&self->k, 0);
+	reap_group(_metadata, variant, &self->k, other, 0x1);
+	kids_release(&self->k, 1);
+	owait(variant, 0, &r);
+	ASSERT_WRES(variant->own, r, self->k.pid[1], CLD_EXITED, code_of(1));
+}
+
+/* The same the other way: a zombie of another group joins ours. */
+TEST_F(pgrp, zombie_moved_in_by_setpgid)
+{
+	pid_t other, ours = getpgrp();
+	struct wres r;
+
+	for (int i = 0; i < 4; i++)
+		ASSERT_EQ(i, kids_add(&self->k, true, code_of(i)));
+	/* 0 holds the other group open, 1 ours; 2 dies in the other. */
+	other = self->k.pid[0];
+	ASSERT_EQ(0, setpgid(other, other));
+	ASSERT_EQ(0, setpgid(self->k.pid[2], other));
+	oldest_exit_elsewhere(_metadata, &self->k, 3);
+	kids_release(&self->k, 2);
+	ASSERT_EQ(0, wait_zombie(self->k.pid[2]));
+	owait(variant, WNOHANG, &r);
+	ASSERT_WRES_NONE(variant->own, r);
+	ASSERT_EQ(0, setpgid(self->k.pid[2], ours));
+	ASSERT_EQ(ours, getpgid(self->k.pid[2]));
+
+	gwait(variant, other, WNOHANG, &r);
+	ASSERT_WRES_NONE(variant->kind, r);
+	owait(variant, WNOHANG, &r);
+	ASSERT_WRES(variant->own, r, self->k.pid[2], CLD_EXITED, code_of(2));
+	owait(variant, WNOHANG, &r);
+	ASSERT_WRES_NONE(variant->own, r);
+
+	reap_group(_metadata, variant, &self->k, self->k.pid[3], 0x8);
+	kids_release(&self->k, 0);
+	reap_group(_metadata, variant, &self->k, other, 0x1);
+	kids_release(&self->k, 1);
+	reap_group(_metadata, variant, &self->k, ours, 0x2);
+}
+
 /* The group a zombie died in outlives the group leader's reaping. */
 TEST_F(pgrp, group_outlives_reaped_leader)
 {
