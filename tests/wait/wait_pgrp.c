@@ -207,7 +207,10 @@ TEST_F(pgrp, zombie_moved_out_by_setpgid)
 	ASSERT_WRES(variant->own, r, self->k.pid[1], CLD_EXITED, code_of(1));
 }
 
-/* The same the other way: a zombie of another group joins ours. */
+/*
+ * The same the other way: a zombie of another group joins ours, then one
+ * that was the last member of its group.
+ */
 TEST_F(pgrp, zombie_moved_in_by_setpgid)
 {
 	pid_t other, ours = getpgrp();
@@ -234,7 +237,14 @@ TEST_F(pgrp, zombie_moved_in_by_setpgid)
 	owait(variant, WNOHANG, &r);
 	ASSERT_WRES_NONE(variant->own, r);
 
-	reap_group(_metadata, variant, &self->k, self->k.pid[3], 0x8);
+	/* The last member of its group joins ours: the group is gone. */
+	ASSERT_EQ(0, setpgid(self->k.pid[3], ours));
+	gwait(variant, self->k.pid[3], WNOHANG, &r);
+	ASSERT_WRES_ERR(r, ECHILD);
+	owait(variant, WNOHANG, &r);
+	ASSERT_WRES(variant->own, r, self->k.pid[3], CLD_EXITED, code_of(3));
+	owait(variant, WNOHANG, &r);
+	ASSERT_WRES_NONE(variant->own, r);
 	kids_release(&self->k, 0);
 	reap_group(_metadata, variant, &self->k, other, 0x1);
 	kids_release(&self->k, 1);
