@@ -32,8 +32,9 @@
  * SIG_IGN or SA_NOCLDWAIT, consume reports as tracer or parent, and let
  * a forking thread of the test exit (its children pass to a sibling
  * thread); orphans come back to the test, a subreaper.  After each
- * operation the tree settles: every thread in /proc is sleeping,
- * stopped, traced or a zombie, unchanged over several samples, after
+ * operation the tree settles: every thread in /proc is sleeping (or in
+ * D, as an exec waiting for a traced sibling), stopped, traced or a
+ * zombie, unchanged over several samples, after
  * op-specific syncs that poll waitid(P_PID, WNOWAIT); the test's threads
  * then compare a few flag sets.
  *
@@ -1285,18 +1286,25 @@ static void snapshot(char *buf, size_t n)
 	buf[len] = '\0';
 }
 
+/*
+ * D counts as quiet once it holds over the samples: a thread that execs
+ * waits killably in de_thread() for its siblings to die, and it waits
+ * for good when one of them sits in a PTRACE_EVENT_EXIT stop that its
+ * tracer never resumes (stock does the same, seed 221255).
+ */
 static bool snapshot_quiet(const char *s)
 {
 	for (; *s; s++)
-		if (!strchr("STtZ- ", *s))
+		if (!strchr("STtZD- ", *s))
 			return false;
 	return true;
 }
 
 /*
- * Let the tree settle: every kid thread sleeping, stopped, traced, a
- * zombie or gone, and the same over several samples.  The comparisons
- * re-check stability themselves (two P_PID rounds around each query).
+ * Let the tree settle: every kid thread sleeping (also uninterruptibly,
+ * see above), stopped, traced, a zombie or gone, and the same over
+ * several samples.  The comparisons re-check stability themselves (two
+ * P_PID rounds around each query).
  */
 static bool settle(void)
 {
