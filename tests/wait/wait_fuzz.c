@@ -2010,15 +2010,10 @@ static bool random_op(void)
 			pid_t pid = S->p[ps].pid, ppid, g;
 			long r;
 
+			/* any idle thread of the parent's process may do it */
 			if (!proc_stat(pid, pid, NULL, &ppid, NULL) ||
-			    !slot_of_tid(ppid, &pps, &pti))
-				return false;
-			/* any idle thread of the parent may do it; ours: W0 */
-			pti = 0;
-			while (pps && pti < S->p[pps].nthreads &&
-			       !idle(pps, pti))
-				pti++;
-			if (pps && pti == S->p[pps].nthreads)
+			    (pps = slot_of_pid(ppid)) < 0 ||
+			    !pick_cmd_thread(pps, &pti))
 				return false;
 			g = chance(30) ? 0 : chance(30) ? getpgid(ppid) :
 							  pick_kid_group();
