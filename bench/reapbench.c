@@ -121,6 +121,7 @@ enum idle {
 	IDLE_CONTINUED,		/* stopped, then continued by SIGCONT */
 	IDLE_CLONE_ZOMBIE,	/* exited clone children (exit signal 0) */
 	IDLE_OTHER_PGRP_ZOMBIE,	/* exited, in a process group of their own */
+	IDLE_OTHER_PGRP_STOPPED, /* stopped, in a process group of their own */
 };
 
 static int child_exit0(void *arg)
@@ -178,9 +179,10 @@ static void make_idle(pid_t *pids, long n, struct stackpool *pool,
 		break;
 	}
 	make_sleepers(pids, n, pool);
-	if (kind == IDLE_OTHER_PGRP)
+	if (kind == IDLE_OTHER_PGRP || kind == IDLE_OTHER_PGRP_STOPPED)
 		own_pgrp(pids, n);
-	if (kind == IDLE_STOPPED || kind == IDLE_CONTINUED) {
+	if (kind == IDLE_STOPPED || kind == IDLE_CONTINUED ||
+	    kind == IDLE_OTHER_PGRP_STOPPED) {
 		for (i = 0; i < n; i++)
 			kill(pids[i], SIGSTOP);
 		wait_ready(pids, n, WSTOPPED);
@@ -376,20 +378,22 @@ static void scen_pgrp_grandkids(void)
  * first child is in our group; the N zombies as pgrp-zombies makes its N,
  * in a group of their own. At N = 0 one live child stays in our group, so
  * that the polls still return 0 (as pgrp-grandkids at N = 0).
+ * pgrp-both-stopped: the same with WUNTRACED, the N of the other group
+ * stopped (@others) instead of exited.
  */
-static void scen_pgrp_both(void)
+static void scen_pgrp_both(enum idle others, int flags)
 {
 	long n_live = o.n ? o.n : 1;
 	pid_t *live = xcalloc(n_live, sizeof(*live));
-	pid_t *zombies = xcalloc(o.n, sizeof(*zombies));
-	struct stackpool lp, zp;
+	pid_t *others_pids = xcalloc(o.n, sizeof(*others_pids));
+	struct stackpool lp, op;
 
 	pool_init(&lp, n_live);
-	pool_init(&zp, o.n);
+	pool_init(&op, o.n);
 	make_idle(live, n_live, &lp, IDLE_LIVE);
-	make_idle(zombies, o.n, &zp, IDLE_OTHER_PGRP_ZOMBIE);
-	time_empty_polls(0, 0, 0, "waitpid(0, WNOHANG)");
-	kill_reap(zombies, o.n);
+	make_idle(others_pids, o.n, &op, others);
+	time_empty_polls(0, flags, 0, "waitpid(0, WNOHANG)");
+	kill_reap(others_pids, o.n);
 	kill_reap(live, n_live);
 }
 
@@ -1932,6 +1936,9 @@ static const struct {
 	{ "pgrp-both", 1000, 1000,
 	  "waitpid(0) polls; N live in our group, N zombies in another",
 	  .kids_per_n = 2 },
+	{ "pgrp-both-stopped", 1000, 1000,
+	  "the same with WUNTRACED, the N of another group stopped",
+	  .kids_per_n = 2 },
 	{ "threads-stopped", 1000, 100, "4 blocked wait() threads, N stopped" },
 	{ "pidns", 1000, 0, "kill a pid ns init of N processes, reap it" },
 	{ "forkwait", 0, 1000, "fork + _exit + waitpid(pid), M times" },
@@ -2062,7 +2069,9 @@ int main(int argc, char **argv)
 	else if (!strcmp(scen, "pgrp-grandkids"))
 		scen_pgrp_grandkids();
 	else if (!strcmp(scen, "pgrp-both"))
-		scen_pgrp_both();
+		scen_pgrp_both(IDLE_OTHER_PGRP_ZOMBIE, 0);
+	else if (!strcmp(scen, "pgrp-both-stopped"))
+		scen_pgrp_both(IDLE_OTHER_PGRP_STOPPED, WUNTRACED);
 	else if (!strcmp(scen, "threads-stopped"))
 		scen_threads_stopped();
 	else if (!strcmp(scen, "empty"))

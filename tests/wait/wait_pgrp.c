@@ -251,6 +251,88 @@ TEST_F(pgrp, zombie_moved_in_by_setpgid)
 	reap_group(_metadata, variant, &self->k, ours, 0x2);
 }
 
+/*
+ * A stopped (or continued) child that setpgid() moves takes its report
+ * along, as a zombie takes its exit: a WUNTRACED (WCONTINUED) wait for the
+ * group it joined finds it, one for the group it left does not.  The first
+ * child of each group is live, and an older stop of a third group is
+ * queued first, so that neither our first child nor the oldest report
+ * finds the moved one by itself.
+ */
+static void jobctl_moved_by_setpgid(struct __test_metadata *_metadata,
+				    const FIXTURE_VARIANT(pgrp) *v,
+				    struct kids *k, bool continued)
+{
+	int opts = (continued ? WCONTINUED : WUNTRACED) | WNOHANG;
+	int code = continued ? CLD_CONTINUED : CLD_STOPPED;
+	int status = continued ? SIGCONT : SIGSTOP;
+	pid_t other, third, ours = getpgrp();
+	struct wres r;
+
+	for (int i = 0; i < 5; i++)
+		ASSERT_EQ(i, kids_add(k, true, code_of(i)));
+	/* 0 leads the other group, 1 stays in ours, 2 stops in a third. */
+	other = k->pid[0];
+	third = k->pid[2];
+	ASSERT_EQ(0, setpgid(other, other));
+	ASSERT_EQ(0, setpgid(third, third));
+	ASSERT_EQ(0, setpgid(k->pid[3], other));
+	ASSERT_EQ(0, kill(third, SIGSTOP));
+	ASSERT_EQ(0, sync_stopped(third));
+	if (continued) {
+		ASSERT_EQ(0, kill(third, SIGCONT));
+		ASSERT_EQ(0, sync_continued(third));
+	}
+
+	/* 4 stops in our group and moves to the other. */
+	ASSERT_EQ(0, kill(k->pid[4], SIGSTOP));
+	ASSERT_EQ(0, sync_stopped(k->pid[4]));
+	if (continued) {
+		ASSERT_EQ(0, kill(k->pid[4], SIGCONT));
+		ASSERT_EQ(0, sync_continued(k->pid[4]));
+	}
+	ASSERT_EQ(0, setpgid(k->pid[4], other));
+	owait(v, opts, &r);
+	ASSERT_WRES_NONE(v->own, r);
+	gwait(v, other, opts, &r);
+	ASSERT_WRES(v->kind, r, k->pid[4], code, status);
+	gwait(v, other, opts, &r);
+	ASSERT_WRES_NONE(v->kind, r);
+
+	/* 3 stops in the other group and moves to ours. */
+	ASSERT_EQ(0, kill(k->pid[3], SIGSTOP));
+	ASSERT_EQ(0, sync_stopped(k->pid[3]));
+	if (continued) {
+		ASSERT_EQ(0, kill(k->pid[3], SIGCONT));
+		ASSERT_EQ(0, sync_continued(k->pid[3]));
+	}
+	ASSERT_EQ(0, setpgid(k->pid[3], ours));
+	gwait(v, other, opts, &r);
+	ASSERT_WRES_NONE(v->kind, r);
+	owait(v, opts, &r);
+	ASSERT_WRES(v->own, r, k->pid[3], code, status);
+	owait(v, opts, &r);
+	ASSERT_WRES_NONE(v->own, r);
+
+	/* The third group's report was there all along. */
+	gwait(v, third, opts, &r);
+	ASSERT_WRES(v->kind, r, third, code, status);
+	for (int i = 0; i < 5; i++) {
+		ASSERT_EQ(0, kill(k->pid[i], SIGKILL));
+		ASSERT_EQ(k->pid[i], waitpid(k->pid[i], NULL, 0));
+	}
+}
+
+TEST_F(pgrp, stop_moved_by_setpgid)
+{
+	jobctl_moved_by_setpgid(_metadata, variant, &self->k, false);
+}
+
+TEST_F(pgrp, continue_moved_by_setpgid)
+{
+	jobctl_moved_by_setpgid(_metadata, variant, &self->k, true);
+}
+
 /* The group a zombie died in outlives the group leader's reaping. */
 TEST_F(pgrp, group_outlives_reaped_leader)
 {

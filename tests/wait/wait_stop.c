@@ -48,26 +48,6 @@ static void swait(const FIXTURE_VARIANT(stop) *v, struct kids *k, int opts,
 	wk_wait(v->kind, k->pid[0], getpgrp(), k->pidfd[0], opts, r);
 }
 
-/* Block until @pid is stopped / continued, consuming nothing. */
-static int sync_state(pid_t pid, int opt, int code)
-{
-	siginfo_t si = { 0 };
-
-	if (sys_waitid(P_PID, pid, &si, opt | WNOWAIT, NULL))
-		return -1;
-	return (si.si_pid == pid && si.si_code == code) ? 0 : -1;
-}
-
-static int sync_stopped(pid_t pid)
-{
-	return sync_state(pid, WSTOPPED, CLD_STOPPED);
-}
-
-static int sync_continued(pid_t pid)
-{
-	return sync_state(pid, WCONTINUED, CLD_CONTINUED);
-}
-
 #define EXPECT_REPORT(opts, code, status) do {				\
 	swait(variant, &self->k, (opts), &r);				\
 	ASSERT_WRES(variant->kind, r, self->k.pid[0], (code), (status)); \

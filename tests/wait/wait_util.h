@@ -269,6 +269,26 @@ static inline int wait_zombie(pid_t pid)
 	return si.si_pid == pid ? 0 : -1;
 }
 
+/* Block until @pid is stopped / continued, consuming nothing. */
+static inline int sync_state(pid_t pid, int opt, int code)
+{
+	siginfo_t si = { 0 };
+
+	if (sys_waitid(P_PID, pid, &si, opt | WNOWAIT, NULL))
+		return -1;
+	return (si.si_pid == pid && si.si_code == code) ? 0 : -1;
+}
+
+static inline int sync_stopped(pid_t pid)
+{
+	return sync_state(pid, WSTOPPED, CLD_STOPPED);
+}
+
+static inline int sync_continued(pid_t pid)
+{
+	return sync_state(pid, WCONTINUED, CLD_CONTINUED);
+}
+
 /*
  * Read /proc/@pid/task/@tid/@name into @buf (@size bytes with the NUL):
  * the bytes read, or -1 if the thread or the file is gone.
