@@ -251,6 +251,18 @@ TEST_F(pgrp, zombie_moved_in_by_setpgid)
 	reap_group(_metadata, variant, &self->k, ours, 0x2);
 }
 
+/* Stop @pid, and continue it if @continued, consuming no report. */
+static void stop_child(struct __test_metadata *_metadata, pid_t pid,
+		       bool continued)
+{
+	ASSERT_EQ(0, kill(pid, SIGSTOP));
+	ASSERT_EQ(0, sync_stopped(pid));
+	if (continued) {
+		ASSERT_EQ(0, kill(pid, SIGCONT));
+		ASSERT_EQ(0, sync_continued(pid));
+	}
+}
+
 /*
  * A stopped (or continued) child that setpgid() moves takes its report
  * along, as a zombie takes its exit: a WUNTRACED (WCONTINUED) wait for the
@@ -277,20 +289,10 @@ static void jobctl_moved_by_setpgid(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, setpgid(other, other));
 	ASSERT_EQ(0, setpgid(third, third));
 	ASSERT_EQ(0, setpgid(k->pid[3], other));
-	ASSERT_EQ(0, kill(third, SIGSTOP));
-	ASSERT_EQ(0, sync_stopped(third));
-	if (continued) {
-		ASSERT_EQ(0, kill(third, SIGCONT));
-		ASSERT_EQ(0, sync_continued(third));
-	}
+	stop_child(_metadata, third, continued);
 
 	/* 4 stops in our group and moves to the other. */
-	ASSERT_EQ(0, kill(k->pid[4], SIGSTOP));
-	ASSERT_EQ(0, sync_stopped(k->pid[4]));
-	if (continued) {
-		ASSERT_EQ(0, kill(k->pid[4], SIGCONT));
-		ASSERT_EQ(0, sync_continued(k->pid[4]));
-	}
+	stop_child(_metadata, k->pid[4], continued);
 	ASSERT_EQ(0, setpgid(k->pid[4], other));
 	owait(v, opts, &r);
 	ASSERT_WRES_NONE(v->own, r);
@@ -300,12 +302,7 @@ static void jobctl_moved_by_setpgid(struct __test_metadata *_metadata,
 	ASSERT_WRES_NONE(v->kind, r);
 
 	/* 3 stops in the other group and moves to ours. */
-	ASSERT_EQ(0, kill(k->pid[3], SIGSTOP));
-	ASSERT_EQ(0, sync_stopped(k->pid[3]));
-	if (continued) {
-		ASSERT_EQ(0, kill(k->pid[3], SIGCONT));
-		ASSERT_EQ(0, sync_continued(k->pid[3]));
-	}
+	stop_child(_metadata, k->pid[3], continued);
 	ASSERT_EQ(0, setpgid(k->pid[3], ours));
 	gwait(v, other, opts, &r);
 	ASSERT_WRES_NONE(v->kind, r);
