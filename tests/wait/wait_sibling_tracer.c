@@ -463,6 +463,44 @@ TEST(traced_zombie_reaped_by_nothread_parent)
 }
 
 /*
+ * The same behind a live child of A, which A's waits look at first: the
+ * zombie that B traces is A's to take too.
+ */
+TEST(traced_zombie_behind_live_child_reaped_by_nothread_parent)
+{
+	struct gate g, live_gate;
+	struct tracer t = { 0 };
+	siginfo_t si;
+	pid_t live, c;
+
+	ASSERT_EQ(0, gate_init(&live_gate));
+	ASSERT_EQ(0, spawn_live(&live, 1, &live_gate));
+	ASSERT_EQ(0, gate_init(&g));
+	c = spawn_gated(&g, 0);
+	ASSERT_GT(c, 0);
+	ASSERT_EQ(0, tracer_start(&t, c, false));
+	ASSERT_EQ(0, kill(c, SIGKILL));
+	ASSERT_EQ(0, wait_zombie(c));
+
+	memset(&si, 0, sizeof(si));
+	EXPECT_EQ(0, sys_waitid(P_PGID, 0, &si, WEXITED | WNOHANG | WNOWAIT |
+				__WNOTHREAD, NULL));
+	EXPECT_EQ(c, si.si_pid);
+	memset(&si, 0, sizeof(si));
+	EXPECT_EQ(0, sys_waitid(P_ALL, 0, &si, WEXITED | WNOHANG |
+				__WNOTHREAD, NULL));
+	EXPECT_EQ(c, si.si_pid);
+	EXPECT_EQ(CLD_KILLED, si.si_code);
+	EXPECT_EQ(SIGKILL, si.si_status);
+	memset(&si, 0, sizeof(si));
+	EXPECT_EQ(0, sys_waitid(P_ALL, 0, &si, WANY | WNOHANG, NULL));
+	EXPECT_EQ(0, si.si_pid);
+	tracer_stop(&t);
+	gate_open(&live_gate, 1);
+	EXPECT_EQ(live, waitpid(live, NULL, 0));
+}
+
+/*
  * C is in a group stop that A has not consumed when B attaches, takes the
  * attach stop and detaches: C goes back to its group stop, which A must
  * now see again as C's parent, through every way of asking, though

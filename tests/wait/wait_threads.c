@@ -295,6 +295,44 @@ TEST(children_inherited_on_thread_exit)
 	ASSERT_WRES_ERR(r, ECHILD);
 }
 
+/*
+ * The same while a third thread lives on, and the main thread has a live
+ * child of its own from before: its __WNOTHREAD waits, which look at the
+ * first child and then at the exits it may take, find the zombie handed
+ * over behind it.
+ */
+TEST(zombie_inherited_behind_own_child_beside_a_thread)
+{
+	struct forker f, idle;
+	struct kids k = { 0 };
+	struct wres r;
+
+	ASSERT_EQ(0, kids_add(&k, true, code_of(5)));
+	ASSERT_EQ(0, forker_start(&idle));
+	ASSERT_EQ(0, forker_start(&f));
+	ASSERT_EQ(0, forker_do(&f, CMD_FORK_ZOMBIE));
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WNOTHREAD | WNOHANG, &r);
+	ASSERT_WRES_NONE(WK_WAITPID_ANY, r);
+
+	ASSERT_EQ(0, forker_exit(&f));
+
+	wk_wait(WK_WAITID_ALL, 0, 0, -1, __WNOTHREAD | WNOHANG | WNOWAIT, &r);
+	ASSERT_WRES(WK_WAITID_ALL, r, f.kid[0], CLD_EXITED, code_of(0));
+	wk_wait(WK_WAITID_PGID0, 0, 0, -1, __WNOTHREAD | WNOHANG | WNOWAIT, &r);
+	ASSERT_WRES(WK_WAITID_PGID0, r, f.kid[0], CLD_EXITED, code_of(0));
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WNOTHREAD | WNOHANG, &r);
+	ASSERT_WRES(WK_WAITPID_ANY, r, f.kid[0], CLD_EXITED, code_of(0));
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WNOTHREAD | WNOHANG, &r);
+	ASSERT_WRES_NONE(WK_WAITPID_ANY, r);
+
+	kids_release(&k, 0);
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WNOTHREAD, &r);
+	ASSERT_WRES(WK_WAITPID_ANY, r, k.pid[0], CLD_EXITED, code_of(5));
+	ASSERT_EQ(0, forker_exit(&idle));
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WALL | WNOHANG, &r);
+	ASSERT_WRES_ERR(r, ECHILD);
+}
+
 /* PR_SET_PDEATHSIG is about the forking thread: it fires on hand-over. */
 TEST(pdeathsig_fires_on_thread_exit)
 {
