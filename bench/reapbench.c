@@ -246,19 +246,23 @@ static void scen_reap(enum reap_style style, enum idle idle)
 }
 
 /*
- * ---- nothread, thread-nothread-both: __WNOTHREAD polls while a sibling
- * thread holds N zombies ----
+ * ---- nothread, thread-nothread-both(-stopped): __WNOTHREAD polls while a
+ * sibling thread holds N zombies, or N stopped children ----
  *
  * nothread: we have one live child of our own, so that every poll returns 0.
  * thread-nothread-both: we have max(N, 1) live children of our own (at N = 0
  * the same as nothread). Our N children have nothing to report and our
- * sibling's N queued reports are not ours: the one case where the patched
- * wait is still O(N), as stock is; it takes turns between both.
+ * sibling's N queued zombies are not ours: the patched wait passes over
+ * them by count (it took turns between both before patch 15, O(N)).
+ * thread-nothread-both-stopped: the sibling's N children are stopped and
+ * we poll with WUNTRACED: the patched wait still takes turns between our N
+ * children and the sibling's N queued stops, O(N), as stock is.
  */
 
 struct sibling {
 	pid_t *pids;
 	struct stackpool pool;
+	int stopped;
 	int ready[2], done[2];
 };
 
@@ -269,19 +273,24 @@ static void *sibling_main(void *arg)
 	long i;
 
 	/* Children of this thread: __WNOTHREAD waits of another skip them. */
-	for (i = 0; i < o.n; i++)
-		sb->pids[i] = spawn_child(child_exit0, NULL,
-					  pool_top(&sb->pool, i), 0);
-	wait_ready(sb->pids, o.n, WEXITED);
+	if (sb->stopped) {
+		make_idle(sb->pids, o.n, &sb->pool, IDLE_STOPPED);
+	} else {
+		for (i = 0; i < o.n; i++)
+			sb->pids[i] = spawn_child(child_exit0, NULL,
+						  pool_top(&sb->pool, i), 0);
+		wait_ready(sb->pids, o.n, WEXITED);
+	}
 	xwrite(sb->ready[1], &c, 1);
 	/* Stay: the children of an exiting thread go to a sibling. */
 	xread(sb->done[0], &c, 1);
 	return NULL;
 }
 
-static void scen_nothread(long n_own)
+static void scen_nothread(long n_own, int stopped)
 {
-	struct sibling sb = { .pids = xcalloc(o.n, sizeof(pid_t)) };
+	struct sibling sb = { .pids = xcalloc(o.n, sizeof(pid_t)),
+			      .stopped = stopped };
 	pid_t *own = xcalloc(n_own, sizeof(*own));
 	struct stackpool lp;
 	pthread_t th;
@@ -295,7 +304,7 @@ static void scen_nothread(long n_own)
 	    pthread_create(&th, NULL, sibling_main, &sb))
 		die("sibling thread");
 	xread(sb.ready[0], &c, 1);
-	time_empty_polls(-1, __WNOTHREAD, 0,
+	time_empty_polls(-1, __WNOTHREAD | (stopped ? WUNTRACED : 0), 0,
 			 "waitpid(-1, WNOHANG|__WNOTHREAD)");
 	xwrite(sb.done[1], &c, 1);
 	pthread_join(th, NULL);
@@ -1932,6 +1941,9 @@ static const struct {
 	  "nothread-burst beside an idle thread" },
 	{ "thread-nothread-both", 1000, 1000,
 	  "nothread, and N live children of our own", .kids_per_n = 2 },
+	{ "thread-nothread-both-stopped", 1000, 1000,
+	  "the same with WUNTRACED, the sibling's N stopped",
+	  .kids_per_n = 2 },
 	{ "pgrp-grandkids", 1000, 1000, "waitpid(0) polls; our child's N kids" },
 	{ "pgrp-both", 1000, 1000,
 	  "waitpid(0) polls; N live in our group, N zombies in another",
@@ -2063,9 +2075,11 @@ int main(int argc, char **argv)
 	else if (!strcmp(scen, "pgrp-zombies"))
 		scen_reap(REAP_PGRP, IDLE_OTHER_PGRP_ZOMBIE);
 	else if (!strcmp(scen, "nothread"))
-		scen_nothread(1);
+		scen_nothread(1, 0);
 	else if (!strcmp(scen, "thread-nothread-both"))
-		scen_nothread(o.n ? o.n : 1);
+		scen_nothread(o.n ? o.n : 1, 0);
+	else if (!strcmp(scen, "thread-nothread-both-stopped"))
+		scen_nothread(o.n ? o.n : 1, 1);
 	else if (!strcmp(scen, "pgrp-grandkids"))
 		scen_pgrp_grandkids();
 	else if (!strcmp(scen, "pgrp-both"))

@@ -59,16 +59,19 @@ JOBCTL = ["exit", "exit-ownpgrp", "exit-held", "orphan-exit", "setpgid",
 # beside children whose report the wait cannot take (issue 9, part 2);
 # nothread-* are a single-threaded process's __WNOTHREAD waits, thread-nothread-*
 # the same by a thread with an idle sibling; thread-nothread-both is nothread
-# with N live children of the waiting thread's own (still O(N) when patched);
-# pgrp-both is waitpid(0) polls with N live children in our group and N
-# zombies of another group queued, pgrp-both-stopped the same with
-# WUNTRACED and N stops.  Those three make 2N children.
+# with N live children of the waiting thread's own, thread-nothread-both-
+# stopped the same with WUNTRACED and the sibling's N children stopped
+# (still O(N) when patched); pgrp-both is waitpid(0) polls with N live
+# children in our group and N zombies of another group queued,
+# pgrp-both-stopped the same with WUNTRACED and N stops.  Those four make
+# 2N children.
 SCENARIOS = ["burst", "empty", "peek", "pgrp", "stopped", "continued",
              "ptrace", "threads", "pidns", "forkwait", "mixed",
              "idle-stopped", "idle-continued", "idle-clone", "pgrp-zombies",
              "nothread", "nothread-empty", "nothread-burst",
              "thread-nothread-empty", "thread-nothread-burst",
-             "thread-nothread-both", "pgrp-grandkids", "pgrp-both",
+             "thread-nothread-both", "thread-nothread-both-stopped",
+             "pgrp-grandkids", "pgrp-both",
              "pgrp-both-stopped",
              "threads-stopped", *CLIENTS,
              *JOBCTL]
@@ -77,7 +80,7 @@ SCENARIOS = ["burst", "empty", "peek", "pgrp", "stopped", "continued",
 # The inits get a burst of 512 exits, like the demo.
 OPS = {"empty": 200, "forkwait": 200, "mixed": 200, "nothread": 200,
        "nothread-empty": 200, "thread-nothread-empty": 200,
-       "thread-nothread-both": 200,
+       "thread-nothread-both": 200, "thread-nothread-both-stopped": 200,
        "pgrp-grandkids": 200, "pgrp-both": 200,
        "pgrp-both-stopped": 200, "tini": 512,
        "dumb-init": 512, "catatonit": 512, "strace": 100, "bash": 50,
@@ -90,7 +93,8 @@ SIZES = [0, 1000, 10000, 100000]
 QUICK = {"sizes": [0, 1000], "scenarios": ["burst", "empty", "forkwait"],
          "rounds": 1, "repeats": 1}
 # Guest memory: about 32 KiB per cheap child plus the base system.  The
-# 3x margin also covers the 2N children of thread-nothread-both and pgrp-both*.
+# 3x margin also covers the 2N children of thread-nothread-both* and
+# pgrp-both*.
 KIB_PER_CHILD = 32
 
 
