@@ -333,6 +333,58 @@ TEST(zombie_inherited_behind_own_child_beside_a_thread)
 	ASSERT_WRES_ERR(r, ECHILD);
 }
 
+/*
+ * The same with a stop that nobody consumed: the main thread's __WNOTHREAD
+ * waits with WUNTRACED find it behind its own live child, and then the
+ * continue that follows.
+ */
+TEST(stop_inherited_behind_own_child_beside_a_thread)
+{
+	struct forker f, idle;
+	struct kids k = { 0 };
+	struct wres r;
+	pid_t kid;
+
+	ASSERT_EQ(0, kids_add(&k, true, code_of(5)));
+	ASSERT_EQ(0, forker_start(&idle));
+	ASSERT_EQ(0, forker_start(&f));
+	ASSERT_EQ(0, forker_do(&f, CMD_FORK_GATED));
+	kid = f.kid[0];
+	ASSERT_GT(kid, 0);
+	ASSERT_EQ(0, kill(kid, SIGSTOP));
+	ASSERT_EQ(0, sync_stopped(kid));
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WNOTHREAD | WUNTRACED | WNOHANG, &r);
+	ASSERT_WRES_NONE(WK_WAITPID_ANY, r);
+
+	ASSERT_EQ(0, forker_exit(&f));
+
+	wk_wait(WK_WAITID_ALL, 0, 0, -1,
+		__WNOTHREAD | WUNTRACED | WNOHANG | WNOWAIT, &r);
+	ASSERT_WRES(WK_WAITID_ALL, r, kid, CLD_STOPPED, SIGSTOP);
+	wk_wait(WK_WAITID_PGID0, 0, 0, -1,
+		__WNOTHREAD | WUNTRACED | WNOHANG | WNOWAIT, &r);
+	ASSERT_WRES(WK_WAITID_PGID0, r, kid, CLD_STOPPED, SIGSTOP);
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WNOTHREAD | WUNTRACED | WNOHANG, &r);
+	ASSERT_WRES(WK_WAITPID_ANY, r, kid, CLD_STOPPED, SIGSTOP);
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WNOTHREAD | WUNTRACED | WNOHANG, &r);
+	ASSERT_WRES_NONE(WK_WAITPID_ANY, r);
+
+	ASSERT_EQ(0, kill(kid, SIGCONT));
+	ASSERT_EQ(0, sync_continued(kid));
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WNOTHREAD | WCONTINUED | WNOHANG, &r);
+	ASSERT_WRES(WK_WAITPID_ANY, r, kid, CLD_CONTINUED, SIGCONT);
+
+	ASSERT_EQ(0, gate_open(&f.kid_gate, 1));
+	wk_wait(WK_WAITPID_PID, kid, 0, -1, __WNOTHREAD, &r);
+	ASSERT_WRES(WK_WAITPID_PID, r, kid, CLD_EXITED, code_of(0));
+	kids_release(&k, 0);
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WNOTHREAD, &r);
+	ASSERT_WRES(WK_WAITPID_ANY, r, k.pid[0], CLD_EXITED, code_of(5));
+	ASSERT_EQ(0, forker_exit(&idle));
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WALL | WNOHANG, &r);
+	ASSERT_WRES_ERR(r, ECHILD);
+}
+
 /* PR_SET_PDEATHSIG is about the forking thread: it fires on hand-over. */
 TEST(pdeathsig_fires_on_thread_exit)
 {
