@@ -255,8 +255,8 @@ static void scen_reap(enum reap_style style, enum idle idle)
  * sibling's N queued zombies are not ours: the patched wait passes over
  * them by count (it took turns between both before patch 15, O(N)).
  * thread-nothread-both-stopped: the sibling's N children are stopped and
- * we poll with WUNTRACED: the patched wait still takes turns between our N
- * children and the sibling's N queued stops, O(N), as stock is.
+ * we poll with WUNTRACED: the patched wait passes over the sibling's N
+ * queued stops by count (it took turns between both before patch 16, O(N)).
  */
 
 struct sibling {

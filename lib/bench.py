@@ -60,8 +60,8 @@ JOBCTL = ["exit", "exit-ownpgrp", "exit-held", "orphan-exit", "setpgid",
 # nothread-* are a single-threaded process's __WNOTHREAD waits, thread-nothread-*
 # the same by a thread with an idle sibling; thread-nothread-both is nothread
 # with N live children of the waiting thread's own, thread-nothread-both-
-# stopped the same with WUNTRACED and the sibling's N children stopped
-# (still O(N) when patched); pgrp-both is waitpid(0) polls with N live
+# stopped the same with WUNTRACED and the sibling's N children stopped;
+# pgrp-both is waitpid(0) polls with N live
 # children in our group and N zombies of another group queued,
 # pgrp-both-stopped the same with WUNTRACED and N stops.  Those four make
 # 2N children.
