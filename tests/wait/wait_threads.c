@@ -296,6 +296,41 @@ TEST(children_inherited_on_thread_exit)
 }
 
 /*
+ * @pid, handed over to us, reports (@code, @status) to our __WNOTHREAD
+ * waits with @opts: by P_ALL and P_PGID without consuming it, then once by
+ * waitpid(-1).
+ */
+static void check_handed_over(struct __test_metadata *_metadata, pid_t pid,
+			      int opts, int code, int status)
+{
+	struct wres r;
+
+	opts |= __WNOTHREAD | WNOHANG;
+	wk_wait(WK_WAITID_ALL, 0, 0, -1, opts | WNOWAIT, &r);
+	ASSERT_WRES(WK_WAITID_ALL, r, pid, code, status);
+	wk_wait(WK_WAITID_PGID0, 0, 0, -1, opts | WNOWAIT, &r);
+	ASSERT_WRES(WK_WAITID_PGID0, r, pid, code, status);
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, opts, &r);
+	ASSERT_WRES(WK_WAITPID_ANY, r, pid, code, status);
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, opts, &r);
+	ASSERT_WRES_NONE(WK_WAITPID_ANY, r);
+}
+
+/* Our own live child @k goes, then the third thread @idle: nothing left. */
+static void end_handed_over(struct __test_metadata *_metadata, struct kids *k,
+			    struct forker *idle)
+{
+	struct wres r;
+
+	kids_release(k, 0);
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WNOTHREAD, &r);
+	ASSERT_WRES(WK_WAITPID_ANY, r, k->pid[0], CLD_EXITED, code_of(5));
+	ASSERT_EQ(0, forker_exit(idle));
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WALL | WNOHANG, &r);
+	ASSERT_WRES_ERR(r, ECHILD);
+}
+
+/*
  * The same while a third thread lives on, and the main thread has a live
  * child of its own from before: its __WNOTHREAD waits, which look at the
  * first child and then at the exits it may take, find the zombie handed
@@ -315,22 +350,9 @@ TEST(zombie_inherited_behind_own_child_beside_a_thread)
 	ASSERT_WRES_NONE(WK_WAITPID_ANY, r);
 
 	ASSERT_EQ(0, forker_exit(&f));
+	check_handed_over(_metadata, f.kid[0], 0, CLD_EXITED, code_of(0));
 
-	wk_wait(WK_WAITID_ALL, 0, 0, -1, __WNOTHREAD | WNOHANG | WNOWAIT, &r);
-	ASSERT_WRES(WK_WAITID_ALL, r, f.kid[0], CLD_EXITED, code_of(0));
-	wk_wait(WK_WAITID_PGID0, 0, 0, -1, __WNOTHREAD | WNOHANG | WNOWAIT, &r);
-	ASSERT_WRES(WK_WAITID_PGID0, r, f.kid[0], CLD_EXITED, code_of(0));
-	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WNOTHREAD | WNOHANG, &r);
-	ASSERT_WRES(WK_WAITPID_ANY, r, f.kid[0], CLD_EXITED, code_of(0));
-	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WNOTHREAD | WNOHANG, &r);
-	ASSERT_WRES_NONE(WK_WAITPID_ANY, r);
-
-	kids_release(&k, 0);
-	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WNOTHREAD, &r);
-	ASSERT_WRES(WK_WAITPID_ANY, r, k.pid[0], CLD_EXITED, code_of(5));
-	ASSERT_EQ(0, forker_exit(&idle));
-	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WALL | WNOHANG, &r);
-	ASSERT_WRES_ERR(r, ECHILD);
+	end_handed_over(_metadata, &k, &idle);
 }
 
 /*
@@ -357,17 +379,7 @@ TEST(stop_inherited_behind_own_child_beside_a_thread)
 	ASSERT_WRES_NONE(WK_WAITPID_ANY, r);
 
 	ASSERT_EQ(0, forker_exit(&f));
-
-	wk_wait(WK_WAITID_ALL, 0, 0, -1,
-		__WNOTHREAD | WUNTRACED | WNOHANG | WNOWAIT, &r);
-	ASSERT_WRES(WK_WAITID_ALL, r, kid, CLD_STOPPED, SIGSTOP);
-	wk_wait(WK_WAITID_PGID0, 0, 0, -1,
-		__WNOTHREAD | WUNTRACED | WNOHANG | WNOWAIT, &r);
-	ASSERT_WRES(WK_WAITID_PGID0, r, kid, CLD_STOPPED, SIGSTOP);
-	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WNOTHREAD | WUNTRACED | WNOHANG, &r);
-	ASSERT_WRES(WK_WAITPID_ANY, r, kid, CLD_STOPPED, SIGSTOP);
-	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WNOTHREAD | WUNTRACED | WNOHANG, &r);
-	ASSERT_WRES_NONE(WK_WAITPID_ANY, r);
+	check_handed_over(_metadata, kid, WUNTRACED, CLD_STOPPED, SIGSTOP);
 
 	ASSERT_EQ(0, kill(kid, SIGCONT));
 	ASSERT_EQ(0, sync_continued(kid));
@@ -377,12 +389,7 @@ TEST(stop_inherited_behind_own_child_beside_a_thread)
 	ASSERT_EQ(0, gate_open(&f.kid_gate, 1));
 	wk_wait(WK_WAITPID_PID, kid, 0, -1, __WNOTHREAD, &r);
 	ASSERT_WRES(WK_WAITPID_PID, r, kid, CLD_EXITED, code_of(0));
-	kids_release(&k, 0);
-	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WNOTHREAD, &r);
-	ASSERT_WRES(WK_WAITPID_ANY, r, k.pid[0], CLD_EXITED, code_of(5));
-	ASSERT_EQ(0, forker_exit(&idle));
-	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WALL | WNOHANG, &r);
-	ASSERT_WRES_ERR(r, ECHILD);
+	end_handed_over(_metadata, &k, &idle);
 }
 
 /* PR_SET_PDEATHSIG is about the forking thread: it fires on hand-over. */
