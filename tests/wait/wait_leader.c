@@ -12,11 +12,15 @@
  *
  * exec from a non-leader thread: the exec'ing thread takes over the
  * leader's pid; the parent sees exactly one exit, under that pid, with
- * the new image's status, and never a report for the old leader.
+ * the new image's status, and never a report for the old leader.  A
+ * traced thread that execs keeps the report its tracer has not taken,
+ * and when the tracer is a sibling thread of the parent, the parent's own
+ * __WNOTHREAD waits now find it too.
  */
 #include "wait_util.h"
 
 #include <dirent.h>
+#include <sys/ptrace.h>
 
 #define EXEC_CHILD_ARG "--wait-leader-exec-child"
 
@@ -197,6 +201,7 @@ struct ex_arg {
 	struct gate *g;
 	struct gate *tid_note;	/* the exec'ing thread's tid goes here */
 	bool leader_exits_first;
+	struct gate *go;	/* if set, the exec waits for it */
 };
 
 static void *ex_thread(void *p)
@@ -221,6 +226,8 @@ static void *ex_thread(void *p)
 		while (proc_state(getpid(), getpid()) != 'Z')
 			sched_yield();
 	}
+	if (a->go && !gate_pass(a->go))
+		syscall(__NR_exit_group, WU_ORPHANED);
 	execv(argv[0], argv);
 	syscall(__NR_exit_group, WU_CHILD_FAIL);
 	return NULL;
@@ -239,37 +246,33 @@ static int ex_child(void *p)
 	return WU_CHILD_FAIL;
 }
 
-static void exec_from_thread(struct __test_metadata *_metadata,
-			     bool leader_exits_first)
+/*
+ * Where the exec'ing thread finds our image: not "/proc/self/exe" at exec
+ * time, for with the leader already dead /proc/self/exe of the process is
+ * gone (it is the leader's).
+ */
+static int exe_path(char *buf, size_t size)
 {
-	struct gate g, tid_note;
-	struct ex_arg a = { "", &g, &tid_note, leader_exits_first };
-	struct wres r;
-	pid_t pid, tid;
+	ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	return 0;
+}
+
+/*
+ * The exec is done when the new image's command line shows up (and then
+ * its leader, the former thread, runs under @pid), and it is asleep on
+ * its gate.
+ */
+static void wait_exec_done(struct __test_metadata *_metadata, pid_t pid)
+{
 	char buf[4096];
+	struct wres r;
 	ssize_t n;
 	int fd;
 
-	/*
-	 * Not "/proc/self/exe" at exec time: with the leader already dead,
-	 * /proc/self/exe of the process is gone (it is the leader's).
-	 */
-	n = readlink("/proc/self/exe", a.exe, sizeof(a.exe) - 1);
-	ASSERT_GT(n, 0);
-	a.exe[n] = '\0';
-
-	ASSERT_EQ(0, gate_init(&g));
-	ASSERT_EQ(0, note_init(&tid_note));
-	pid = spawn(ex_child, &a);
-	ASSERT_GT(pid, 0);
-	close(tid_note.wfd);
-	ASSERT_EQ(sizeof(tid), read(tid_note.rfd, &tid, sizeof(tid)));
-	ASSERT_NE(pid, tid);
-
-	/*
-	 * The exec is done when the new image's command line shows up
-	 * (and then its leader, the former thread, runs under our pid).
-	 */
 	for (;;) {
 		snprintf(buf, sizeof(buf), "/proc/%d/cmdline", pid);
 		fd = open(buf, O_RDONLY | O_CLOEXEC);
@@ -280,11 +283,31 @@ static void exec_from_thread(struct __test_metadata *_metadata,
 				    strlen(EXEC_CHILD_ARG)))
 			break;
 		/* A failed exec ends the child: do not spin forever. */
-		wk_wait(WK_WAITID_PID, pid, 0, -1, WNOHANG | WNOWAIT, &r);
+		wk_wait(WK_WAITID_PID, pid, 0, -1, WNOHANG | WNOWAIT | __WALL,
+			&r);
 		ASSERT_EQ(0, r.pid);
 		sched_yield();
 	}
 	wait_proc_state(pid, pid, 'S');
+}
+
+static void exec_from_thread(struct __test_metadata *_metadata,
+			     bool leader_exits_first)
+{
+	struct gate g, tid_note;
+	struct ex_arg a = { "", &g, &tid_note, leader_exits_first, NULL };
+	struct wres r;
+	pid_t pid, tid;
+
+	ASSERT_EQ(0, exe_path(a.exe, sizeof(a.exe)));
+	ASSERT_EQ(0, gate_init(&g));
+	ASSERT_EQ(0, note_init(&tid_note));
+	pid = spawn(ex_child, &a);
+	ASSERT_GT(pid, 0);
+	close(tid_note.wfd);
+	ASSERT_EQ(sizeof(tid), read(tid_note.rfd, &tid, sizeof(tid)));
+	ASSERT_NE(pid, tid);
+	wait_exec_done(_metadata, pid);
 
 	/* No report for the old leader or the vanished thread. */
 	wk_wait(WK_WAITID_ALL, 0, 0, -1, WNOHANG | __WALL, &r);
@@ -313,6 +336,105 @@ TEST(exec_from_non_leader)
 TEST(exec_from_non_leader_after_leader_exit)
 {
 	exec_from_thread(_metadata, true);
+}
+
+/* A sibling thread that seizes a tracee and keeps it until told. */
+struct seizer {
+	pthread_t th;
+	pid_t tracee;
+	struct gate ready;	/* seizer -> test: seized (or failed) */
+	struct gate done;	/* test -> seizer: let go */
+	int err;
+};
+
+static void *seizer_main(void *p)
+{
+	struct seizer *s = p;
+	char c;
+
+	if (ptrace(PTRACE_SEIZE, s->tracee, 0, 0))
+		s->err = errno ? errno : -1;
+	note_send(&s->ready);
+	while (read(s->done.rfd, &c, 1) < 0 && errno == EINTR)
+		;
+	return NULL;
+}
+
+static int seizer_start(struct seizer *s, pid_t tracee)
+{
+	char c;
+
+	s->tracee = tracee;
+	if (note_init(&s->ready) || note_init(&s->done) ||
+	    pthread_create(&s->th, NULL, seizer_main, s))
+		return -1;
+	return read(s->ready.rfd, &c, 1) == 1 && !s->err ? 0 : -1;
+}
+
+static void seizer_stop(struct seizer *s)
+{
+	note_send(&s->done);
+	pthread_join(s->th, NULL);
+}
+
+/*
+ * A thread traced by a sibling thread of ours execs while its group's
+ * continue is unconsumed: it takes over the leader's pid and becomes our
+ * child, traced by our own group, whose reports go through its trace
+ * node.  Its continue is now ours to take too: our __WNOTHREAD waits find
+ * it behind our own older live child, by every way of asking.
+ */
+TEST(exec_from_traced_non_leader_keeps_continue)
+{
+	struct gate g, go, tid_note, lg;
+	struct ex_arg a = { "", &g, &tid_note, false, &go };
+	struct seizer s = { 0 };
+	pid_t live, pid, tid;
+	struct wres r;
+
+	ASSERT_EQ(0, exe_path(a.exe, sizeof(a.exe)));
+	ASSERT_EQ(0, gate_init(&lg));
+	live = spawn_gated(&lg, 0);
+	ASSERT_GT(live, 0);
+	ASSERT_EQ(0, gate_init(&g));
+	ASSERT_EQ(0, gate_init(&go));
+	ASSERT_EQ(0, note_init(&tid_note));
+	pid = spawn(ex_child, &a);
+	ASSERT_GT(pid, 0);
+	close(tid_note.wfd);
+	ASSERT_EQ(sizeof(tid), read(tid_note.rfd, &tid, sizeof(tid)));
+	ASSERT_NE(pid, tid);
+
+	/* a continue that nobody consumes, then the thread is traced */
+	ASSERT_EQ(0, kill(pid, SIGSTOP));
+	ASSERT_EQ(0, sync_stopped(pid));
+	ASSERT_EQ(0, kill(pid, SIGCONT));
+	ASSERT_EQ(0, sync_continued(pid));
+	ASSERT_EQ(0, seizer_start(&s, tid));
+
+	ASSERT_EQ(0, gate_open(&go, 1));
+	wait_exec_done(_metadata, pid);
+	wk_wait(WK_WAITID_PID, pid, 0, -1,
+		WCONTINUED | WNOHANG | WNOWAIT | __WNOTHREAD, &r);
+	ASSERT_WRES(WK_WAITID_PID, r, pid, CLD_CONTINUED, SIGCONT);
+	check_nothread_report(_metadata, pid, WCONTINUED, CLD_CONTINUED,
+			      SIGCONT);
+
+	/*
+	 * Our group traces it: we reap it as its tracer would.  Its exit
+	 * wakes the tracer's __WNOTHREAD waits only, as on stock: wait for
+	 * the zombie first.
+	 */
+	ASSERT_EQ(0, gate_open(&g, 1));
+	ASSERT_EQ(0, wait_zombie(pid));
+	wk_wait(WK_WAITPID_PID, pid, 0, -1, __WALL | __WNOTHREAD, &r);
+	ASSERT_WRES(WK_WAITPID_PID, r, pid, CLD_EXITED, 42);
+	seizer_stop(&s);
+	ASSERT_EQ(0, gate_open(&lg, 1));
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WNOTHREAD, &r);
+	ASSERT_WRES(WK_WAITPID_ANY, r, live, CLD_EXITED, 0);
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WALL | WNOHANG, &r);
+	ASSERT_WRES_ERR(r, ECHILD);
 }
 
 int main(int argc, char **argv)

@@ -295,27 +295,6 @@ TEST(children_inherited_on_thread_exit)
 	ASSERT_WRES_ERR(r, ECHILD);
 }
 
-/*
- * @pid, handed over to us, reports (@code, @status) to our __WNOTHREAD
- * waits with @opts: by P_ALL and P_PGID without consuming it, then once by
- * waitpid(-1).
- */
-static void check_handed_over(struct __test_metadata *_metadata, pid_t pid,
-			      int opts, int code, int status)
-{
-	struct wres r;
-
-	opts |= __WNOTHREAD | WNOHANG;
-	wk_wait(WK_WAITID_ALL, 0, 0, -1, opts | WNOWAIT, &r);
-	ASSERT_WRES(WK_WAITID_ALL, r, pid, code, status);
-	wk_wait(WK_WAITID_PGID0, 0, 0, -1, opts | WNOWAIT, &r);
-	ASSERT_WRES(WK_WAITID_PGID0, r, pid, code, status);
-	wk_wait(WK_WAITPID_ANY, 0, 0, -1, opts, &r);
-	ASSERT_WRES(WK_WAITPID_ANY, r, pid, code, status);
-	wk_wait(WK_WAITPID_ANY, 0, 0, -1, opts, &r);
-	ASSERT_WRES_NONE(WK_WAITPID_ANY, r);
-}
-
 /* Our own live child @k goes, then the third thread @idle: nothing left. */
 static void end_handed_over(struct __test_metadata *_metadata, struct kids *k,
 			    struct forker *idle)
@@ -350,7 +329,7 @@ TEST(zombie_inherited_behind_own_child_beside_a_thread)
 	ASSERT_WRES_NONE(WK_WAITPID_ANY, r);
 
 	ASSERT_EQ(0, forker_exit(&f));
-	check_handed_over(_metadata, f.kid[0], 0, CLD_EXITED, code_of(0));
+	check_nothread_report(_metadata, f.kid[0], 0, CLD_EXITED, code_of(0));
 
 	end_handed_over(_metadata, &k, &idle);
 }
@@ -379,7 +358,7 @@ TEST(stop_inherited_behind_own_child_beside_a_thread)
 	ASSERT_WRES_NONE(WK_WAITPID_ANY, r);
 
 	ASSERT_EQ(0, forker_exit(&f));
-	check_handed_over(_metadata, kid, WUNTRACED, CLD_STOPPED, SIGSTOP);
+	check_nothread_report(_metadata, kid, WUNTRACED, CLD_STOPPED, SIGSTOP);
 
 	ASSERT_EQ(0, kill(kid, SIGCONT));
 	ASSERT_EQ(0, sync_continued(kid));

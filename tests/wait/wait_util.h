@@ -715,6 +715,28 @@ static inline int wu_encode(int code, int status)
 } while (0)
 
 /*
+ * @pid reports (@code, @status) to this thread's __WNOTHREAD waits with
+ * @opts: by P_ALL and P_PGID without consuming it, then once by
+ * waitpid(-1), and then nothing is left to report.
+ */
+static inline void check_nothread_report(struct __test_metadata *_metadata,
+					 pid_t pid, int opts, int code,
+					 int status)
+{
+	struct wres r;
+
+	opts |= __WNOTHREAD | WNOHANG;
+	wk_wait(WK_WAITID_ALL, 0, 0, -1, opts | WNOWAIT, &r);
+	ASSERT_WRES(WK_WAITID_ALL, r, pid, code, status);
+	wk_wait(WK_WAITID_PGID0, 0, 0, -1, opts | WNOWAIT, &r);
+	ASSERT_WRES(WK_WAITID_PGID0, r, pid, code, status);
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, opts, &r);
+	ASSERT_WRES(WK_WAITPID_ANY, r, pid, code, status);
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, opts, &r);
+	ASSERT_WRES_NONE(WK_WAITPID_ANY, r);
+}
+
+/*
  * A small set of children of the test, with a pidfd each (for P_PIDFD)
  * and an own gate each (so exactly one chosen child can be released).
  */
