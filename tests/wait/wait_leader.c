@@ -291,6 +291,26 @@ static void wait_exec_done(struct __test_metadata *_metadata, pid_t pid)
 	wait_proc_state(pid, pid, 'S');
 }
 
+/*
+ * Start a child whose second thread execs as @a says, see ex_thread():
+ * returns its pid, and the thread's tid in *@tid.
+ */
+static pid_t start_ex_child(struct __test_metadata *_metadata,
+			    struct ex_arg *a, pid_t *tid)
+{
+	pid_t pid;
+
+	ASSERT_EQ(0, exe_path(a->exe, sizeof(a->exe)));
+	ASSERT_EQ(0, gate_init(a->g));
+	ASSERT_EQ(0, note_init(a->tid_note));
+	pid = spawn(ex_child, a);
+	ASSERT_GT(pid, 0);
+	close(a->tid_note->wfd);
+	ASSERT_EQ(sizeof(*tid), read(a->tid_note->rfd, tid, sizeof(*tid)));
+	ASSERT_NE(pid, *tid);
+	return pid;
+}
+
 static void exec_from_thread(struct __test_metadata *_metadata,
 			     bool leader_exits_first)
 {
@@ -299,14 +319,7 @@ static void exec_from_thread(struct __test_metadata *_metadata,
 	struct wres r;
 	pid_t pid, tid;
 
-	ASSERT_EQ(0, exe_path(a.exe, sizeof(a.exe)));
-	ASSERT_EQ(0, gate_init(&g));
-	ASSERT_EQ(0, note_init(&tid_note));
-	pid = spawn(ex_child, &a);
-	ASSERT_GT(pid, 0);
-	close(tid_note.wfd);
-	ASSERT_EQ(sizeof(tid), read(tid_note.rfd, &tid, sizeof(tid)));
-	ASSERT_NE(pid, tid);
+	pid = start_ex_child(_metadata, &a, &tid);
 	wait_exec_done(_metadata, pid);
 
 	/* No report for the old leader or the vanished thread. */
@@ -392,18 +405,11 @@ TEST(exec_from_traced_non_leader_keeps_continue)
 	pid_t live, pid, tid;
 	struct wres r;
 
-	ASSERT_EQ(0, exe_path(a.exe, sizeof(a.exe)));
 	ASSERT_EQ(0, gate_init(&lg));
 	live = spawn_gated(&lg, 0);
 	ASSERT_GT(live, 0);
-	ASSERT_EQ(0, gate_init(&g));
 	ASSERT_EQ(0, gate_init(&go));
-	ASSERT_EQ(0, note_init(&tid_note));
-	pid = spawn(ex_child, &a);
-	ASSERT_GT(pid, 0);
-	close(tid_note.wfd);
-	ASSERT_EQ(sizeof(tid), read(tid_note.rfd, &tid, sizeof(tid)));
-	ASSERT_NE(pid, tid);
+	pid = start_ex_child(_metadata, &a, &tid);
 
 	/* a continue that nobody consumes, then the thread is traced */
 	ASSERT_EQ(0, kill(pid, SIGSTOP));
