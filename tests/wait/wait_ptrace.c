@@ -166,20 +166,37 @@ static int tracee_fn(void *p)
 	return gate_pass(a->g) ? a->code : WU_ORPHANED;
 }
 
-/* g[0]: the tracee's gate; g[1]: its "ready" note. */
-static pid_t spawn_tracee(struct __test_metadata *_metadata,
-			  struct gate g[2], int code)
+/*
+ * g[0]: the tracee's gate; g[1]: its "ready" note.  A clone child with
+ * @exit_signal (0: none) unless that is SIGCHLD.
+ */
+static pid_t spawn_tracee_sig(struct gate g[2], int code, int exit_signal)
 {
 	struct wu_gated_arg a = { g, code };
 	pid_t pid;
 
 	if (gate_init(&g[0]) || note_init(&g[1]))
 		return -1;
-	pid = spawn(tracee_fn, &a);
+	if (exit_signal == SIGCHLD) {
+		pid = fork();
+	} else {
+		/* x86-64 order: flags, stack, parent_tid, child_tid, tls */
+		pid = syscall(__NR_clone, exit_signal, 0, 0, 0, 0);
+	}
+	if (pid == 0) {
+		wu_child_init();
+		_exit(tracee_fn(&a));
+	}
 	if (pid > 0 && !note_recv(&g[1]))
 		return -1;
-	(void)_metadata;
 	return pid;
+}
+
+static pid_t spawn_tracee(struct __test_metadata *_metadata,
+			  struct gate g[2], int code)
+{
+	(void)_metadata;
+	return spawn_tracee_sig(g, code, SIGCHLD);
 }
 
 /* ------------------------------------------------------------------ */
@@ -526,6 +543,22 @@ static int orphan_tracer_fn(void *p)
 	return spawn(tracer_fn, p) > 0 ? 0 : WU_CHILD_FAIL;
 }
 
+static void orphan_tracer_start(struct __test_metadata *_metadata,
+				struct tracer *t)
+{
+	struct wres r;
+	pid_t mid;
+
+	ASSERT_EQ(0, gate_init(&t->cmd));
+	ASSERT_EQ(0, note_init(&t->res));
+	mid = spawn(orphan_tracer_fn, t);
+	ASSERT_GT(mid, 0);
+	close(t->res.wfd);
+	t->res.wfd = -1;
+	wk_wait(WK_WAITPID_PID, mid, 0, -1, 0, &r);
+	ASSERT_WRES(WK_WAITPID_PID, r, mid, CLD_EXITED, 0);
+}
+
 /*
  * Every untargeted way of asking, with @opts | WNOHANG, and the P_PID
  * oracle for @pid, find nothing (@err 0) or fail with @err.
@@ -562,18 +595,11 @@ TEST(single_thread_nothread_sees_child_traced_by_nonchild)
 	struct tracer tr, *t = &tr;
 	struct gate g[2];
 	struct wres r;
-	pid_t pid, mid;
+	pid_t pid;
 
 	pid = spawn_tracee(_metadata, g, code_of(0));
 	ASSERT_GT(pid, 0);
-	ASSERT_EQ(0, gate_init(&t->cmd));
-	ASSERT_EQ(0, note_init(&t->res));
-	mid = spawn(orphan_tracer_fn, t);
-	ASSERT_GT(mid, 0);
-	close(t->res.wfd);
-	t->res.wfd = -1;
-	wk_wait(WK_WAITPID_PID, mid, 0, -1, 0, &r);
-	ASSERT_WRES(WK_WAITPID_PID, r, mid, CLD_EXITED, 0);
+	orphan_tracer_start(_metadata, t);
 	T_OK(t, T_SEIZE, pid, 0);
 
 	expect_all(_metadata, pid, WUNTRACED | WCONTINUED, 0);
@@ -590,6 +616,91 @@ TEST(single_thread_nothread_sees_child_traced_by_nonchild)
 	wk_wait(WK_WAITPID_PGRP0, 0, 0, -1, __WNOTHREAD | WNOHANG, &r);
 	ASSERT_WRES(WK_WAITPID_PGRP0, r, pid, CLD_EXITED, code_of(0));
 	expect_all(_metadata, pid, __WNOTHREAD, ECHILD);
+	/* The tracer reads EOF and exits when we do. */
+}
+
+/* ------------------------------------------------------------------ */
+/* The exit that a tracer lets go of goes to the real parent.          */
+
+FIXTURE(handover) {
+	struct tracer t;
+	struct gate g[2];
+	pid_t pid;
+};
+
+FIXTURE_VARIANT(handover) {
+	int exit_signal;
+};
+
+FIXTURE_VARIANT_ADD(handover, sigchld) { .exit_signal = SIGCHLD, };
+FIXTURE_VARIANT_ADD(handover, clone_sigusr1) { .exit_signal = SIGUSR1, };
+FIXTURE_VARIANT_ADD(handover, clone_nosig) { .exit_signal = 0, };
+
+FIXTURE_SETUP(handover)
+{
+	sigset_t set;
+
+	/* a clone child's exit signal would kill us */
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	ASSERT_EQ(0, sigprocmask(SIG_BLOCK, &set, NULL));
+	self->pid = spawn_tracee_sig(self->g, code_of(0),
+				     variant->exit_signal);
+	ASSERT_GT(self->pid, 0);
+	/* not our child: every other wait of ours may say -ECHILD */
+	orphan_tracer_start(_metadata, &self->t);
+}
+
+FIXTURE_TEARDOWN(handover)
+{
+}
+
+/*
+ * A tracer that is not the real parent reaps its tracee's exit with
+ * wait(-1, __WALL); the zombie is then the real parent's, reported to the
+ * waits that take its kind of child (the plain ones for a child whose
+ * exit signal is SIGCHLD, __WCLONE for a clone child, __WALL for both),
+ * by P_ALL and P_PGID as by the P_PID oracle, and the others say
+ * -ECHILD.  Once reaped, nothing is left.
+ */
+TEST_F(handover, tracer_reaps_then_parent)
+{
+	static const int opts[] = { 0, (int)__WCLONE, __WALL };
+	static const enum wkind kinds[] = {
+		WK_WAITID_PID, WK_WAITID_ALL, WK_WAITID_PGID0,
+	};
+	bool clone = variant->exit_signal != SIGCHLD;
+	struct tracer *t = &self->t;
+	pid_t pid = self->pid;
+	struct wres r;
+
+	T_OK(t, T_SEIZE, pid, 0);
+	ASSERT_EQ(0, gate_open(&self->g[0], 1));
+	wait_proc_state(pid, pid, 'Z');
+	/* the tracer holds it: nothing to report, but no -ECHILD */
+	expect_all(_metadata, pid, __WALL, 0);
+	T_WAIT_FOR(t, -1, __WALL, pid, code_of(0) << 8);
+
+	for (unsigned int i = 0; i < ARRAY_SIZE(opts); i++) {
+		bool takes = opts[i] == __WALL ||
+			     clone == (opts[i] == (int)__WCLONE);
+
+		if (!takes) {
+			expect_all(_metadata, pid, opts[i], ECHILD);
+			continue;
+		}
+		for (unsigned int k = 0; k < ARRAY_SIZE(kinds); k++) {
+			wk_wait(kinds[k], pid, 0, -1,
+				opts[i] | WNOHANG | WNOWAIT, &r);
+			ASSERT_EQ(pid, r.pid)
+				TH_LOG("kind %d, opts %#x", kinds[k], opts[i]);
+			ASSERT_WRES(kinds[k], r, pid, CLD_EXITED, code_of(0));
+		}
+	}
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, (clone ? __WCLONE : 0) | WNOHANG,
+		&r);
+	ASSERT_WRES(WK_WAITPID_ANY, r, pid, CLD_EXITED, code_of(0));
+	expect_all(_metadata, pid, __WALL, ECHILD);
 	/* The tracer reads EOF and exits when we do. */
 }
 
