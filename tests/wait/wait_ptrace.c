@@ -170,7 +170,7 @@ static int tracee_fn(void *p)
  * g[0]: the tracee's gate; g[1]: its "ready" note.  A clone child with
  * @exit_signal (0: none) unless that is SIGCHLD.
  */
-static pid_t spawn_tracee_sig(struct gate g[2], int code, int exit_signal)
+static pid_t spawn_tracee(struct gate g[2], int code, int exit_signal)
 {
 	struct wu_gated_arg a = { g, code };
 	pid_t pid;
@@ -178,25 +178,18 @@ static pid_t spawn_tracee_sig(struct gate g[2], int code, int exit_signal)
 	if (gate_init(&g[0]) || note_init(&g[1]))
 		return -1;
 	if (exit_signal == SIGCHLD) {
-		pid = fork();
+		pid = spawn(tracee_fn, &a);
 	} else {
 		/* x86-64 order: flags, stack, parent_tid, child_tid, tls */
 		pid = syscall(__NR_clone, exit_signal, 0, 0, 0, 0);
-	}
-	if (pid == 0) {
-		wu_child_init();
-		_exit(tracee_fn(&a));
+		if (pid == 0) {
+			wu_child_init();
+			_exit(tracee_fn(&a));
+		}
 	}
 	if (pid > 0 && !note_recv(&g[1]))
 		return -1;
 	return pid;
-}
-
-static pid_t spawn_tracee(struct __test_metadata *_metadata,
-			  struct gate g[2], int code)
-{
-	(void)_metadata;
-	return spawn_tracee_sig(g, code, SIGCHLD);
 }
 
 /* ------------------------------------------------------------------ */
@@ -239,7 +232,7 @@ FIXTURE_VARIANT_ADD(nonparent, attach_detach) {
 
 FIXTURE_SETUP(nonparent)
 {
-	self->pid = spawn_tracee(_metadata, self->g, code_of(0));
+	self->pid = spawn_tracee(self->g, code_of(0), SIGCHLD);
 	ASSERT_GT(self->pid, 0);
 	ASSERT_EQ(0, tracer_start(&self->t));
 }
@@ -334,7 +327,7 @@ TEST(parent_wait_blocks_until_tracer_reaps)
 	struct wres r;
 	pid_t pid;
 
-	pid = spawn_tracee(_metadata, g, code_of(0));
+	pid = spawn_tracee(g, code_of(0), SIGCHLD);
 	ASSERT_GT(pid, 0);
 	ASSERT_EQ(0, tracer_start(t));
 	T_OK(t, T_SEIZE, pid, 0);
@@ -363,7 +356,7 @@ static void tracer_exits_while_stopped(struct __test_metadata *_metadata,
 	struct wres r;
 	pid_t pid;
 
-	pid = spawn_tracee(_metadata, g, code_of(0));
+	pid = spawn_tracee(g, code_of(0), SIGCHLD);
 	ASSERT_GT(pid, 0);
 	ASSERT_EQ(0, tracer_start(t));
 	T_OK(t, T_ATTACH, pid, 0);
@@ -597,7 +590,7 @@ TEST(single_thread_nothread_sees_child_traced_by_nonchild)
 	struct wres r;
 	pid_t pid;
 
-	pid = spawn_tracee(_metadata, g, code_of(0));
+	pid = spawn_tracee(g, code_of(0), SIGCHLD);
 	ASSERT_GT(pid, 0);
 	orphan_tracer_start(_metadata, t);
 	T_OK(t, T_SEIZE, pid, 0);
@@ -644,8 +637,7 @@ FIXTURE_SETUP(handover)
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
 	ASSERT_EQ(0, sigprocmask(SIG_BLOCK, &set, NULL));
-	self->pid = spawn_tracee_sig(self->g, code_of(0),
-				     variant->exit_signal);
+	self->pid = spawn_tracee(self->g, code_of(0), variant->exit_signal);
 	ASSERT_GT(self->pid, 0);
 	/* not our child: every other wait of ours may say -ECHILD */
 	orphan_tracer_start(_metadata, &self->t);
