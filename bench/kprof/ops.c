@@ -11,6 +11,10 @@
  *   ops setpgid   1,000 pairs of setpgid(): a child into its own group
  *                 and back
  *   ops setsid    1,000 children of ours, in our group, call setsid()
+ *   ops cexit     1,000 times clone(CLONE_VM) a child that exits at once,
+ *                 and waitpid() it
+ *   ops orphexit  the same, but the child first joins the group of
+ *                 another child of ours (bench's orphan-exit)
  *
  * Build static and non-PIE, so that the markers' addresses are fixed:
  *   gcc -O2 -static -no-pie -o ops ops.c markers.c
@@ -24,6 +28,8 @@
 #include <sys/wait.h>
 #include <sys/ptrace.h>
 #include <sys/prctl.h>
+#include <sched.h>
+#include <sys/syscall.h>
 void kprof_start(void);
 void kprof_stop(void);
 #define M 1000
@@ -167,10 +173,49 @@ static void pgreap(void)
 	kprof_stop();
 }
 
+
+/* A child that joins group @arg (0: stays) and exits. */
+static int join_exit(void *arg)
+{
+	if (arg)
+		syscall(SYS_setpgid, 0, (pid_t)(long)arg);
+	syscall(SYS_exit_group, 0);
+	return 0;
+}
+
+static char stack[65536] __attribute__((aligned(16)));
+
+/*
+ * reapbench's exit and orphan-exit ops: M times clone(CLONE_VM) a child
+ * that (orphexit: joins the group of a holder child H, whose parent, we,
+ * is in another group of the session) exits, and waitpid() it.
+ */
+static void cexit(int orphan)
+{
+	int gate[2]; pid_t h = 0, pid;
+	if (pipe(gate)) die("pipe");
+	setsid();
+	if (orphan) {
+		h = gated_child(gate);
+		if (setpgid(h, h)) die("setpgid");
+	}
+	close(gate[0]);
+	kprof_start();
+	for (int i = 0; i < M; i++) {
+		pid = clone(join_exit, stack + sizeof(stack), CLONE_VM | SIGCHLD,
+			    (void *)(long)h);
+		if (pid < 0 || waitpid(pid, NULL, 0) != pid) die("cexit");
+	}
+	kprof_stop();
+	close(gate[1]);
+	while (wait(NULL) > 0)
+		;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
-		fprintf(stderr, "usage: ops reap|pgreap|pgpoll|treap|setpgid|setsid\n");
+		fprintf(stderr, "usage: ops reap|pgreap|pgpoll|treap|setpgid|setsid|cexit|orphexit\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "treap")) treap();
@@ -179,6 +224,8 @@ int main(int argc, char **argv)
 	else if (!strcmp(argv[1], "setsid")) ssid();
 	else if (!strcmp(argv[1], "pgpoll")) pgpoll();
 	else if (!strcmp(argv[1], "pgreap")) pgreap();
+	else if (!strcmp(argv[1], "cexit")) cexit(0);
+	else if (!strcmp(argv[1], "orphexit")) cexit(1);
 	else {
 		fprintf(stderr, "ops: unknown operation '%s'\n", argv[1]);
 		return 2;

@@ -331,4 +331,38 @@ TEST_F(clone, group_wait_finds_clone_zombie)
 		    code_of(0));
 }
 
+/*
+ * Only a live clone child exists: waits without __WCLONE/__WALL get
+ * ECHILD at once, and those with either find nothing yet, by P_ALL and
+ * P_PGID as by P_PID; its exit is theirs.  P_ALL and P_PGID decide
+ * ECHILD from counts kept since the fork, where a new process is
+ * counted as a clone child or not.
+ */
+TEST_F(clone, live_clone_child_counts_for_wclone_only)
+{
+	static const enum wkind kinds[] = {
+		WK_WAITPID_ANY, WK_WAITPID_PID, WK_WAITPID_PGRP0,
+		WK_WAIT4_ANY, WK_WAITID_ALL, WK_WAITID_PID, WK_WAITID_PGID0,
+		WK_WAITID_PIDFD,
+	};
+	static const int selectors[] = { __WCLONE, __WALL };
+	struct wres r;
+
+	ASSERT_EQ(0, add_clone(variant, &self->k, true, code_of(0)));
+	assert_invisible(_metadata, &self->k, 0, 0);
+	for (unsigned int j = 0; j < ARRAY_SIZE(kinds); j++) {
+		for (unsigned int s = 0; s < ARRAY_SIZE(selectors); s++) {
+			wk_wait(kinds[j], self->k.pid[0], getpgrp(),
+				self->k.pidfd[0], selectors[s] | WNOHANG, &r);
+			ASSERT_WRES_NONE(kinds[j], r);
+		}
+	}
+	kids_release(&self->k, 0);
+	ASSERT_EQ(0, wait_zombie(self->k.pid[0]));
+	assert_invisible(_metadata, &self->k, 0, 0);
+	wk_wait(WK_WAITID_ALL, 0, 0, -1, __WCLONE, &r);
+	ASSERT_WRES(WK_WAITID_ALL, r, self->k.pid[0], CLD_EXITED,
+		    code_of(0));
+}
+
 TEST_HARNESS_MAIN

@@ -168,6 +168,82 @@ TEST_F(leader, delayed_leader)
 	ASSERT_WRES_ERR(r, ECHILD);
 }
 
+/*
+ * waitid() of @pid's process group, of every child, of @pid and of
+ * @pidfd with @opts as they are (wk_wait() adds WEXITED): each reports
+ * (@pid, @code, @status), or nothing if @code is 0.
+ */
+static void dl_expect(struct __test_metadata *_metadata, pid_t pid, int pidfd,
+		      int opts, int code, int status)
+{
+	const struct { idtype_t type; id_t id; } ways[] = {
+		{ P_ALL, 0 }, { P_PGID, 0 }, { P_PID, pid }, { P_PIDFD, pidfd },
+	};
+	siginfo_t si;
+
+	for (unsigned int i = 0; i < ARRAY_SIZE(ways); i++) {
+		memset(&si, 0x5a, sizeof(si));
+		ASSERT_EQ(0, sys_waitid(ways[i].type, ways[i].id, &si, opts,
+					NULL));
+		ASSERT_EQ(code ? pid : 0, si.si_pid);
+		if (code) {
+			ASSERT_EQ(code, si.si_code);
+			ASSERT_EQ(status, si.si_status);
+		}
+	}
+}
+
+/*
+ * The process of a delayed leader still stops and is continued: its
+ * leader is a zombie, but the process is not reapable, so a wait for
+ * stops or continues alone finds nothing before (not ECHILD), then its
+ * stop, then its continue, by P_ALL and P_PGID as by P_PID.
+ */
+TEST_F(leader, delayed_leader_stops_and_continues)
+{
+	struct dl_arg a = { variant, &self->g, &self->ready, 0 };
+	struct releaser rel;
+	struct wres r;
+	pid_t pid;
+	int fd;
+
+	pid = spawn(dl_child, &a);
+	ASSERT_GT(pid, 0);
+	ASSERT_TRUE(note_recv(&self->ready));
+	wait_proc_state(pid, pid, 'Z');
+	fd = sys_pidfd_open(pid, 0);
+	ASSERT_GE(fd, 0);
+	dl_expect(_metadata, pid, fd, WSTOPPED | WNOHANG, 0, 0);
+	dl_expect(_metadata, pid, fd, WCONTINUED | WNOHANG, 0, 0);
+	dl_expect(_metadata, pid, fd, WSTOPPED | WCONTINUED | WNOHANG, 0, 0);
+
+	ASSERT_EQ(0, kill(pid, SIGSTOP));
+	wk_wait(WK_WAITID_PID, pid, 0, -1, WSTOPPED | WNOWAIT, &r);
+	ASSERT_WRES(WK_WAITID_PID, r, pid, CLD_STOPPED, SIGSTOP);
+	dl_expect(_metadata, pid, fd, WSTOPPED | WNOHANG | WNOWAIT,
+		  CLD_STOPPED, SIGSTOP);
+	wk_wait(WK_WAITID_ALL, 0, 0, -1, WSTOPPED | WNOHANG, &r);
+	ASSERT_WRES(WK_WAITID_ALL, r, pid, CLD_STOPPED, SIGSTOP);
+	dl_expect(_metadata, pid, fd, WSTOPPED | WNOHANG, 0, 0);
+
+	/* the continued state is there when kill() returns */
+	ASSERT_EQ(0, kill(pid, SIGCONT));
+	dl_expect(_metadata, pid, fd, WCONTINUED | WNOHANG | WNOWAIT,
+		  CLD_CONTINUED, SIGCONT);
+	wk_wait(WK_WAITID_PGID0, 0, 0, -1, WCONTINUED | WNOHANG, &r);
+	ASSERT_WRES(WK_WAITID_PGID0, r, pid, CLD_CONTINUED, SIGCONT);
+	dl_expect(_metadata, pid, fd, WCONTINUED | WNOHANG, 0, 0);
+	close(fd);
+
+	a.pid = pid;
+	ASSERT_EQ(0, releaser_start(&rel, release_or_kill, &a));
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, 0, &r);
+	ASSERT_EQ(0, releaser_join(&rel));
+	ASSERT_WRES(WK_WAITPID_ANY, r, pid, variant->code, variant->status);
+	wk_wait(WK_WAITPID_ANY, 0, 0, -1, __WALL | WNOHANG, &r);
+	ASSERT_WRES_ERR(r, ECHILD);
+}
+
 /* ------------------------------------------------------------------ */
 /* exec from a non-leader thread.                                      */
 
