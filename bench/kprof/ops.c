@@ -15,6 +15,8 @@
  *                 and waitpid() it
  *   ops orphexit  the same, but the child first joins the group of
  *                 another child of ours (bench's orphan-exit)
+ *   ops ptsys     1,000 round trips of PTRACE_SYSCALL and
+ *                 waitpid(-1, __WALL) on a tracee that loops on getppid()
  *
  * Build static and non-PIE, so that the markers' addresses are fixed:
  *   gcc -O2 -static -no-pie -o ops ops.c markers.c
@@ -212,10 +214,37 @@ static void cexit(int orphan)
 		;
 }
 
+/*
+ * A tracer's syscall round trips, as strace's: M times PTRACE_SYSCALL a
+ * tracee that loops on getppid(), and waitpid(-1, __WALL) its stop (an
+ * entry or an exit stop each time).
+ */
+static void ptsys(void)
+{
+	int st; pid_t pid = fork();
+	if (pid < 0) die("fork");
+	if (!pid) {
+		ptrace(PTRACE_TRACEME, 0, 0, 0);
+		raise(SIGSTOP);
+		for (;;)
+			syscall(SYS_getppid);
+	}
+	if (waitpid(pid, &st, 0) != pid) die("waitpid");
+	ptrace(PTRACE_SETOPTIONS, pid, 0, PTRACE_O_TRACESYSGOOD);
+	kprof_start();
+	for (int i = 0; i < M; i++) {
+		if (ptrace(PTRACE_SYSCALL, pid, 0, 0)) die("syscall");
+		if (waitpid(-1, &st, __WALL) != pid) die("wait");
+	}
+	kprof_stop();
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, __WALL);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
-		fprintf(stderr, "usage: ops reap|pgreap|pgpoll|treap|setpgid|setsid|cexit|orphexit\n");
+		fprintf(stderr, "usage: ops reap|pgreap|pgpoll|treap|setpgid|setsid|cexit|orphexit|ptsys\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "treap")) treap();
@@ -225,6 +254,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(argv[1], "pgpoll")) pgpoll();
 	else if (!strcmp(argv[1], "pgreap")) pgreap();
 	else if (!strcmp(argv[1], "cexit")) cexit(0);
+	else if (!strcmp(argv[1], "ptsys")) ptsys();
 	else if (!strcmp(argv[1], "orphexit")) cexit(1);
 	else {
 		fprintf(stderr, "ops: unknown operation '%s'\n", argv[1]);
