@@ -81,24 +81,26 @@ static int add_clone(const FIXTURE_VARIANT(clone) *v, struct kids *k,
 	return i;
 }
 
+/* The ways of waiting that take options, our group for P_PGID. */
+static const enum wkind option_kinds[] = {
+	WK_WAITPID_ANY, WK_WAITPID_PID, WK_WAITPID_PGRP0,
+	WK_WAIT4_ANY, WK_WAITID_ALL, WK_WAITID_PID, WK_WAITID_PGID0,
+	WK_WAITID_PIDFD,
+};
+
 /* Every way of waiting that lacks __WCLONE/__WALL: all ECHILD. */
 static void assert_invisible(struct __test_metadata *_metadata,
 			     struct kids *k, int i, int extra)
 {
-	static const enum wkind kinds[] = {
-		WK_WAITPID_ANY, WK_WAITPID_PID, WK_WAITPID_PGRP0,
-		WK_WAIT4_ANY, WK_WAITID_ALL, WK_WAITID_PID, WK_WAITID_PGID0,
-		WK_WAITID_PIDFD,
-	};
 	struct wres r;
 
-	for (unsigned int j = 0; j < ARRAY_SIZE(kinds); j++) {
-		wk_wait(kinds[j], k->pid[i], getpgrp(), k->pidfd[i],
+	for (unsigned int j = 0; j < ARRAY_SIZE(option_kinds); j++) {
+		wk_wait(option_kinds[j], k->pid[i], getpgrp(), k->pidfd[i],
 			WNOHANG | extra, &r);
 		ASSERT_WRES_ERR(r, ECHILD);
 		/* Not even blocking: there is nothing to wait for. */
-		wk_wait(kinds[j], k->pid[i], getpgrp(), k->pidfd[i], extra,
-			&r);
+		wk_wait(option_kinds[j], k->pid[i], getpgrp(), k->pidfd[i],
+			extra, &r);
 		ASSERT_WRES_ERR(r, ECHILD);
 	}
 }
@@ -340,21 +342,16 @@ TEST_F(clone, group_wait_finds_clone_zombie)
  */
 TEST_F(clone, live_clone_child_counts_for_wclone_only)
 {
-	static const enum wkind kinds[] = {
-		WK_WAITPID_ANY, WK_WAITPID_PID, WK_WAITPID_PGRP0,
-		WK_WAIT4_ANY, WK_WAITID_ALL, WK_WAITID_PID, WK_WAITID_PGID0,
-		WK_WAITID_PIDFD,
-	};
 	static const int selectors[] = { __WCLONE, __WALL };
 	struct wres r;
 
 	ASSERT_EQ(0, add_clone(variant, &self->k, true, code_of(0)));
 	assert_invisible(_metadata, &self->k, 0, 0);
-	for (unsigned int j = 0; j < ARRAY_SIZE(kinds); j++) {
+	for (unsigned int j = 0; j < ARRAY_SIZE(option_kinds); j++) {
 		for (unsigned int s = 0; s < ARRAY_SIZE(selectors); s++) {
-			wk_wait(kinds[j], self->k.pid[0], getpgrp(),
+			wk_wait(option_kinds[j], self->k.pid[0], getpgrp(),
 				self->k.pidfd[0], selectors[s] | WNOHANG, &r);
-			ASSERT_WRES_NONE(kinds[j], r);
+			ASSERT_WRES_NONE(option_kinds[j], r);
 		}
 	}
 	kids_release(&self->k, 0);
