@@ -445,6 +445,92 @@ TEST(traceme_signal_delivered)
 	ASSERT_WRES_ERR(r, ECHILD);
 }
 
+/*
+ * A tracee whose trap and whose group's continue are both there to take:
+ * the tracer takes the trap first, then the continue, whichever way it
+ * waits.  (A wait that takes one of two reports of a node must leave the
+ * other to be found.)
+ */
+static int trap_fn(void *p)
+{
+	struct gate *g = p;
+
+	CHILD_CHECK(!ptrace(PTRACE_TRACEME, 0, 0, 0));
+	raise(SIGSTOP);
+	return gate_pass(g) ? 6 : WU_ORPHANED;
+}
+
+FIXTURE(trap_and_continue) {
+	struct gate gate;
+	pid_t pid;
+	int pidfd;
+};
+
+FIXTURE_VARIANT(trap_and_continue) {
+	enum wkind k;
+};
+
+FIXTURE_VARIANT_ADD(trap_and_continue, waitpid_any) {
+	.k = WK_WAITPID_ANY,
+};
+FIXTURE_VARIANT_ADD(trap_and_continue, waitpid_pgrp0) {
+	.k = WK_WAITPID_PGRP0,
+};
+FIXTURE_VARIANT_ADD(trap_and_continue, waitid_all) {
+	.k = WK_WAITID_ALL,
+};
+FIXTURE_VARIANT_ADD(trap_and_continue, waitid_pgid0) {
+	.k = WK_WAITID_PGID0,
+};
+FIXTURE_VARIANT_ADD(trap_and_continue, waitid_pid) {
+	.k = WK_WAITID_PID,
+};
+FIXTURE_VARIANT_ADD(trap_and_continue, waitid_pidfd) {
+	.k = WK_WAITID_PIDFD,
+};
+
+FIXTURE_SETUP(trap_and_continue)
+{
+	struct wres r;
+
+	ASSERT_EQ(0, gate_init(&self->gate));
+	self->pid = spawn(trap_fn, &self->gate);
+	ASSERT_GT(self->pid, 0);
+	self->pidfd = sys_pidfd_open(self->pid, 0);
+	ASSERT_GE(self->pidfd, 0);
+	/* its raise(SIGSTOP), a signal-delivery stop */
+	wk_wait(WK_WAITPID_PID, self->pid, 0, -1, 0, &r);
+	ASSERT_WRES(WK_WAITPID_PID, r, self->pid, CLD_STOPPED, SIGSTOP);
+	/* let SIGSTOP through: its group stops, in a trap of ours */
+	ASSERT_EQ(0, ptrace(PTRACE_CONT, self->pid, 0, SIGSTOP));
+	ASSERT_EQ(0, sync_state(self->pid, WSTOPPED, CLD_TRAPPED));
+	/* the group is continued; the tracee stays in the trap */
+	ASSERT_EQ(0, kill(self->pid, SIGCONT));
+}
+
+FIXTURE_TEARDOWN(trap_and_continue)
+{
+	kill(self->pid, SIGKILL);
+	waitpid(self->pid, NULL, __WALL);
+	close(self->pidfd);
+}
+
+TEST_F(trap_and_continue, trap_then_continue)
+{
+	enum wkind k = variant->k;
+	int opts = WCONTINUED | WNOHANG;
+	struct wres r;
+
+	/* a trap is reported without WUNTRACED; wait4 says "stopped" */
+	wk_wait(k, self->pid, 0, self->pidfd, opts, &r);
+	ASSERT_WRES(k, r, self->pid,
+		    wk_is_waitid(k) ? CLD_TRAPPED : CLD_STOPPED, SIGSTOP);
+	wk_wait(k, self->pid, 0, self->pidfd, opts, &r);
+	ASSERT_WRES(k, r, self->pid, CLD_CONTINUED, SIGCONT);
+	wk_wait(k, self->pid, 0, self->pidfd, opts, &r);
+	ASSERT_WRES_NONE(k, r);
+}
+
 /* ------------------------------------------------------------------ */
 /* Traced threads.                                                     */
 
