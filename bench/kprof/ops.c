@@ -17,6 +17,8 @@
  *                 another child of ours (bench's orphan-exit)
  *   ops ptsys     1,000 round trips of PTRACE_SYSCALL and
  *                 waitpid(-1, __WALL) on a tracee that loops on getppid()
+ *   ops ptsyspid  the same with waitpid(pid, __WALL), as a tracer of one
+ *                 tracee may wait
  *
  * Build static and non-PIE, so that the markers' addresses are fixed:
  *   gcc -O2 -static -no-pie -o ops ops.c markers.c
@@ -175,7 +177,6 @@ static void pgreap(void)
 	kprof_stop();
 }
 
-
 /* A child that joins group @arg (0: stays) and exits. */
 static int join_exit(void *arg)
 {
@@ -217,9 +218,9 @@ static void cexit(int orphan)
 /*
  * A tracer's syscall round trips, as strace's: M times PTRACE_SYSCALL a
  * tracee that loops on getppid(), and waitpid(-1, __WALL) its stop (an
- * entry or an exit stop each time).
+ * entry or an exit stop each time); waitpid(pid, __WALL) if @by_pid.
  */
-static void ptsys(void)
+static void ptsys(int by_pid)
 {
 	int st; pid_t pid = fork();
 	if (pid < 0) die("fork");
@@ -234,7 +235,8 @@ static void ptsys(void)
 	kprof_start();
 	for (int i = 0; i < M; i++) {
 		if (ptrace(PTRACE_SYSCALL, pid, 0, 0)) die("syscall");
-		if (waitpid(-1, &st, __WALL) != pid) die("wait");
+		if (waitpid(by_pid ? pid : -1, &st, __WALL) != pid)
+			die("wait");
 	}
 	kprof_stop();
 	kill(pid, SIGKILL);
@@ -244,7 +246,7 @@ static void ptsys(void)
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
-		fprintf(stderr, "usage: ops reap|pgreap|pgpoll|treap|setpgid|setsid|cexit|orphexit|ptsys\n");
+		fprintf(stderr, "usage: ops reap|pgreap|pgpoll|treap|setpgid|setsid|cexit|orphexit|ptsys|ptsyspid\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "treap")) treap();
@@ -254,7 +256,8 @@ int main(int argc, char **argv)
 	else if (!strcmp(argv[1], "pgpoll")) pgpoll();
 	else if (!strcmp(argv[1], "pgreap")) pgreap();
 	else if (!strcmp(argv[1], "cexit")) cexit(0);
-	else if (!strcmp(argv[1], "ptsys")) ptsys();
+	else if (!strcmp(argv[1], "ptsys")) ptsys(0);
+	else if (!strcmp(argv[1], "ptsyspid")) ptsys(1);
 	else if (!strcmp(argv[1], "orphexit")) cexit(1);
 	else {
 		fprintf(stderr, "ops: unknown operation '%s'\n", argv[1]);
