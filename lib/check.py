@@ -248,21 +248,30 @@ def group_runner(tally, variant):
                   "" if ok else f"status {rc}, output {got[:2]}")
 
 
-def group_wait(tally, variant):
+# The rt flavor runs the same programs several times slower than fast
+# (sleeping locks, lockdep and KASAN under TCG): jobctl_fuzz's 16 seeds
+# took over 10 minutes there beside a kernel build.  It is opt-in, so it
+# gets the time rather than fewer seeds.
+SLOW_FLAVOR_TIMEOUTS = {"rt": {"timeout": 3600, "per_test_timeout": 1800}}
+
+
+def group_wait(tally, variant, flavor="fast"):
     tests = [(src.stem, [compile_c(src)])
              for src in sorted((REPO / "tests/wait").glob("*.c"))]
     if tests:
-        run_group(tally, variant, "fast", "wait", tests, mem="2G")
+        run_group(tally, variant, flavor, "wait", tests, mem="2G",
+                  **SLOW_FLAVOR_TIMEOUTS.get(flavor, {}))
 
 
-def group_jobctl(tally, variant):
+def group_jobctl(tally, variant, flavor="fast"):
     """Job control: orphaned process groups, SIGHUP/SIGCONT at exit, the
     tty's EIO, and a differential fuzzer against a model read from /proc
     (tests/jobctl)."""
     tests = [(src.stem, [compile_c(src)])
              for src in sorted((REPO / "tests/jobctl").glob("*.c"))]
     if tests:
-        run_group(tally, variant, "fast", "jobctl", tests, mem="2G")
+        run_group(tally, variant, flavor, "jobctl", tests, mem="2G",
+                  **SLOW_FLAVOR_TIMEOUTS.get(flavor, {}))
 
 
 def group_selftests(tally, variant):
@@ -296,7 +305,7 @@ def group_selftests(tally, variant):
 # the budget of a cold CI run (README, "Time budget") has no room for
 # more; proctree_stress, which targets the paths the series changes, keeps
 # its full minute.
-STRESS_SECONDS = {"fast": (60, 20), "debug": (60, 10)}
+STRESS_SECONDS = {"fast": (60, 20), "debug": (60, 10), "rt": (60, 10)}
 
 
 def group_stress(tally, variant, flavor):
@@ -375,6 +384,19 @@ def group_systemd(tally, variant):
           f"(run directory {rundir})", flush=True)
 
 
+def group_rt(tally, variant):
+    """tests/wait, tests/jobctl and the stress programs on a PREEMPT_RT
+    kernel with the debug flavor's checkers (config/rt.config).  There
+    spinlock_t sleeps and write_lock_irq() leaves interrupts on, so a lock
+    that the series takes without saving interrupts, or an assertion that
+    they are off, is checked where the cover letter says it holds.
+    Opt-in (--with-rt or --groups rt): a cold build is debug's 15 minutes
+    more."""
+    group_wait(tally, variant, "rt")
+    group_jobctl(tally, variant, "rt")
+    group_stress(tally, variant, "rt")
+
+
 def group_ltp(tally, variant):
     """The Linux Test Project's tests of wait, fork, exit, kill, ptrace,
     process groups, sessions, clone and pidfds: tests written by others
@@ -396,11 +418,15 @@ GROUPS = {
                                              else ["fast"])],
     "systemd": lambda t, v, debug: group_systemd(t, v),
     "ltp": lambda t, v, debug: group_ltp(t, v),
+    "rt": lambda t, v, debug: (workbench.variant_name(v) != "stock"
+                               and group_rt(t, v)),
 }
-# Groups that run only when asked for (--groups, or --with-systemd): they
-# build Debian-config kernels (./fastreap deb), which CI's budget has no
-# room for.
-OPT_IN_GROUPS = ("systemd",)
+# Groups that run only when asked for (--groups, --with-systemd,
+# --with-rt): they build kernels that CI's budget has no room for,
+# Debian-config ones (./fastreap deb) or the rt flavor.
+OPT_IN_GROUPS = ("systemd", "rt")
+# What the opt-in rt group runs, on the rt flavor of the patched variants.
+RT_GROUPS = ("wait", "jobctl", "stress")
 
 
 # --- the plan and its time budget -------------------------------------------
@@ -411,7 +437,7 @@ OPT_IN_GROUPS = ("systemd",)
 # ccache: if its patches touch a header most of the tree still recompiles
 # (fastreap changes include/linux/sched.h: 7 minutes instead of 8),
 # otherwise only their files do.
-BUILD_MINUTES = {"fast": 8, "debug": 15}
+BUILD_MINUTES = {"fast": 8, "debug": 15, "rt": 17}
 HEADER_REBUILD = 7 / 8
 SMALL_REBUILD_MINUTES = 2
 UNPACK_MINUTES = 1.5              # linux-source into a git repo: 1.1
@@ -425,12 +451,17 @@ BINARIES_MINUTES = 0.5            # the static test programs: 0.5
 # jobctl: its fuzzer's 48 seeds took 7.6 minutes at load average 15 (three
 # guests and two kernel builds); its default is now 16 seeds.
 # ltp: 96 LTP programs, 2.7 and 3.0 minutes at load average 6 (lib/ltp.py).
+# rt (opt-in): fastreap/rt built in 17 minutes, alone; wait took 8.5
+# minutes beside a kernel build, jobctl about 20 alone (its fuzzer's 16
+# seeds a minute each), stress 3.3.
 GROUP_MINUTES = {("smoke", "fast"): 0.3, ("runner", "fast"): 1.7,
                  ("wait", "fast"): 2.3, ("selftests", "fast"): 3.3,
                  ("jobctl", "fast"): 2.0,
                  ("scaling", "fast"): 1.0,
                  ("kmod", "fast"): 0.4, ("stress", "fast"): 3.8,
-                 ("stress", "debug"): 4.2, ("ltp", "fast"): 3.0}
+                 ("stress", "debug"): 4.2, ("ltp", "fast"): 3.0,
+                 ("wait", "rt"): 8.5, ("jobctl", "rt"): 20.0,
+                 ("stress", "rt"): 3.5}
 
 
 def wants_debug(args, variant):
@@ -479,7 +510,8 @@ def plan(args, variants, groups):
                 and g not in OPT_IN_GROUPS]
         debug = ["stress"] if "stress" in groups and wants_debug(args, v) \
             else []
-        for flavor, gs in (("fast", fast), ("debug", debug)):
+        rt = list(RT_GROUPS) if "rt" in groups and not stock else []
+        for flavor, gs in (("fast", fast), ("debug", debug), ("rt", rt)):
             if gs:
                 boots.append((v, flavor, gs))
                 kernels.append((v, flavor))
@@ -578,6 +610,8 @@ def main(args):
         [g for g in GROUPS if g not in OPT_IN_GROUPS]
     if getattr(args, "with_systemd", False) and "systemd" not in groups:
         groups.append("systemd")
+    if getattr(args, "with_rt", False) and "rt" not in groups:
+        groups.append("rt")
     for g in groups:
         if g not in GROUPS:
             raise Error(f"unknown test group '{g}' (known: "

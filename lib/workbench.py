@@ -34,7 +34,7 @@ CACHE = Path(os.environ.get("FASTREAP_CACHE",
                             Path.home() / ".cache" / "fastreap")).resolve()
 SOURCE_PACKAGE = "linux-source-6.12"
 SOURCE_TARBALL = Path("/usr/src/linux-source-6.12.tar.xz")
-FLAVORS = ("fast", "debug")
+FLAVORS = ("fast", "debug", "rt")
 COVER_LETTER = "0000-cover-letter.patch"
 # Bump when the build recipe below changes in a way that changes the image.
 RECIPE = "1"
@@ -348,8 +348,10 @@ def fragments(flavor):
     if flavor not in FLAVORS:
         raise Error(f"unknown flavor '{flavor}' (known: {', '.join(FLAVORS)})")
     frags = [REPO / "config" / "fast.config"]
-    if flavor == "debug":
+    if flavor in ("debug", "rt"):
         frags.append(REPO / "config" / "debug.config")
+    if flavor == "rt":
+        frags.append(REPO / "config" / "rt.config")
     return frags
 
 
