@@ -225,6 +225,8 @@ def group_runner(tally, variant):
     # read as "did not boot" (123).
     cases = [(["true"], {}, 0), (["false"], {}, 1),
              (["sh", "-c", "exit 7"], {}, 7),
+             # 2 is also the workbench's own status for bad input
+             (["sh", "-c", "exit 2"], {}, 2),
              (["sleep", "1000"], {"timeout": 40}, workbench.EXIT_TIMEOUT)]
     for argv, kw, want in cases:
         rc = workbench.run(variant, argv, echo=False, **kw)

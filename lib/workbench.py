@@ -798,13 +798,15 @@ def boot(img, cmd, accel, smp=2, mem="2G", timeout=600, rundir=None,
                 f"(console log: {rundir / 'console.log'})")
     else:
         rc = int(status_file.read_text().strip() or 255)
-    # guest-init.sh did not run the job: a share it could not mount.
+    # guest-init.sh did not run the job: a share it could not mount.  A
+    # command of the user's may exit with EXIT_SETUP's 2 itself, so this
+    # is told by the console, not by the status.
     unmounted = re.search(r"fastreap-guest: cannot mount:(.*)", console)
     if unmounted and not splats:
         rc = EXIT_SETUP
     info["status"] = rc
     (rundir / "run-info.json").write_text(json.dumps(info, indent=1))
-    if rc == EXIT_SETUP:
+    if unmounted and not splats:
         raise Error(f"the guest could not mount{unmounted.group(1)} "
                     f"(console log: {rundir / 'console.log'})")
     if own_rundir:
