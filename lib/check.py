@@ -113,13 +113,14 @@ class Tally:
     def __init__(self):
         self.rows = []          # (variant, flavor, group, test, result, why)
 
-    def add(self, variant, flavor, group, test, result, why=""):
+    def add(self, variant, flavor, group, test, result, why="",
+            quiet_skip=False):
         # one name per variant, whether it was given as a name or a path
         if "/" in variant:
             variant = workbench.variant_name(variant)
         self.rows.append((variant, flavor, group, test, result, why))
         mark = {"pass": "ok", "fail": "FAIL", "skip": "skip"}[result]
-        if result != "pass":
+        if result == "fail" or (result == "skip" and not quiet_skip):
             print(f"  {mark:4} {variant}/{flavor} {group}: {test}"
                   + (f"  ({why})" if why else ""), flush=True)
 
@@ -163,8 +164,11 @@ def guest_script(tests, per_test_timeout):
 
 
 def run_group(tally, variant, flavor, group, tests, timeout=1200,
-              per_test_timeout=600, mem="2G", smp=2, icount=False):
-    """Boot once and run TESTS [(name, argv)]; tally every result."""
+              per_test_timeout=600, mem="2G", smp=2, icount=False,
+              quiet_skips=False):
+    """Boot once and run TESTS [(name, argv)]; tally every result.  With
+    QUIET_SKIPS the tests' own skips are counted but not printed one by
+    one (their reasons stay in the programs' logs)."""
     spec, variant = variant, workbench.variant_name(variant)
     print(f"[{time.strftime('%H:%M:%S')}] {group} on {variant}/{flavor}: "
           f"{len(tests)} program(s)", flush=True)
@@ -185,7 +189,8 @@ def run_group(tally, variant, flavor, group, tests, timeout=1200,
         text = log.read_text(errors="replace") if log.exists() else ""
         results = count_tap(text)
         for tname, result, why in results:
-            tally.add(variant, flavor, group, f"{name}: {tname}", result, why)
+            tally.add(variant, flavor, group, f"{name}: {tname}", result, why,
+                      quiet_skip=quiet_skips)
         if status == 124:
             tally.add(variant, flavor, group, name, "fail", "timed out")
         elif status == 4 and not results:
@@ -412,6 +417,14 @@ def group_ltp(tally, variant):
     ltp.group(tally, variant)
 
 
+def group_cpython(tally, variant):
+    """CPython's own tests of os.wait*(), asyncio's child watchers and
+    pty: tests written by others, one result per test method
+    (lib/cpython.py)."""
+    import cpython
+    cpython.group(tally, variant)
+
+
 GROUPS = {
     "smoke": lambda t, v, debug: group_smoke(t, v),
     "runner": lambda t, v, debug: v == "stock" and group_runner(t, v),
@@ -425,6 +438,7 @@ GROUPS = {
                                              else ["fast"])],
     "systemd": lambda t, v, debug: group_systemd(t, v),
     "ltp": lambda t, v, debug: group_ltp(t, v),
+    "cpython": lambda t, v, debug: group_cpython(t, v),
     "rt": lambda t, v, debug: (workbench.variant_name(v) != "stock"
                                and group_rt(t, v)),
 }
@@ -456,6 +470,8 @@ BINARIES_MINUTES = 0.5            # the static test programs: 0.5
 # jobctl: its fuzzer's 48 seeds took 7.6 minutes at load average 15 (three
 # guests and two kernel builds); its default is now 16 seeds.
 # ltp: 96 LTP programs, 2.7 and 3.0 minutes at load average 6 (lib/ltp.py).
+# cpython: CPython's 7 test modules (lib/cpython.py), 2.8 minutes on each
+# kernel beside two other guests.
 # rt (opt-in): fastreap/rt built in 17 minutes, alone; wait took 8.5
 # minutes beside a kernel build, jobctl 14.4 alone (most of it its
 # fuzzer's 16 seeds), stress 3.3.
@@ -465,6 +481,7 @@ GROUP_MINUTES = {("smoke", "fast"): 0.3, ("runner", "fast"): 1.7,
                  ("scaling", "fast"): 1.0,
                  ("kmod", "fast"): 0.4, ("stress", "fast"): 3.8,
                  ("stress", "debug"): 4.2, ("ltp", "fast"): 3.0,
+                 ("cpython", "fast"): 3.0,
                  ("wait", "rt"): 8.5, ("jobctl", "rt"): 15.0,
                  ("stress", "rt"): 3.5}
 

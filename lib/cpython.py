@@ -1,0 +1,90 @@
+"""The cpython test group: CPython's own tests of the APIs that programs
+reap their children with (os.wait*(), asyncio's child watchers, pty), an
+independent conformance check written by others.
+
+They run on the host's /usr/bin/python3, shared read-only with the guest,
+from its `test` package: Debian's and Ubuntu's libpython3.X-testsuite,
+installed with apt-get when missing.  Where it cannot be installed the
+group reports one skip per variant, with the reason, and no failure.
+Each module is one program in one guest boot (lib/cpython_tap.py), each
+test method one result.
+"""
+
+import subprocess
+from pathlib import Path
+
+import workbench
+from workbench import CACHE, Error
+
+PYTHON = "/usr/bin/python3"
+# Each module, and the wait() paths it takes:
+#  test_wait3, test_wait4: wait3()/wait4() of any child, with rusage;
+#  test_posix, test_os: waitid(), waitpid(), wait status decoding, fork,
+#    posix_spawn, pidfd_open;
+#  test_pty: pty.fork() and its child's wait;
+#  test_asyncio.test_subprocess: asyncio's child watchers, among them
+#    FastChildWatcher (a loop of waitpid(-1, WNOHANG)), SafeChildWatcher
+#    (waitpid(pid, WNOHANG) per child), threads and pidfds;
+#  test_asyncio.test_unix_events: the watchers' SIGCHLD handling.
+# test_subprocess and test_signal pass on both kernels too (docs/
+# results.md), but they take 3.6 minutes a kernel, and subprocess waits
+# for its children by pid, the path the series leaves alone.
+MODULES = ["test_wait3", "test_wait4", "test_posix", "test_os", "test_pty",
+           "test_asyncio.test_subprocess", "test_asyncio.test_unix_events"]
+# Tests that fail on *stock* in this guest: skipped on every variant, with
+# the reason (the oracle is stock).
+SKIPS = {}
+# Seconds per module; the longest, test_asyncio.test_subprocess, took 45.
+MODULE_TIMEOUT = 600
+
+
+def testsuite_package():
+    r = subprocess.run([PYTHON, "-c", "import sys; print("
+                        "'libpython%d.%d-testsuite' % sys.version_info[:2])"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise Error(f"{PYTHON} does not run: {r.stderr.strip()[:120]}")
+    return r.stdout.strip()
+
+
+def runner():
+    """lib/cpython_tap.py in the cache, where a guest can read it (a clone
+    under /tmp is hidden by the guest's tmpfs)."""
+    src = Path(__file__).with_name("cpython_tap.py")
+    text = src.read_bytes()
+    dest = CACHE / "bin" / workbench.digest(text) / src.name
+    if not dest.exists():
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_suffix(".tmp")
+        tmp.write_bytes(text)
+        tmp.rename(dest)
+    return dest
+
+
+def group(tally, variant):
+    """Boot VARIANT once and run every module; tally each test."""
+    import check
+    name = workbench.variant_name(variant)
+    try:
+        package = testsuite_package()
+        workbench.ensure_packages(extra=[package])
+    except Error as e:
+        tally.add(name, "fast", "cpython", "CPython test suite", "skip",
+                  str(e))
+        return
+    tap = runner()
+    skips = [a for test_id, why in SKIPS.items()
+             for a in ("--skip", f"{test_id}={why}")]
+    # The loopback interface, for the tests that talk over a local
+    # socket, is down in the guest; the tests write where they run, and
+    # the guest's only writable place is its /tmp.
+    setup = ("ip link set lo up 2>/dev/null; cd /tmp || exit 1; "
+             'TMPDIR=/tmp HOME=/tmp exec "$@"')
+    tests = [(module, ["sh", "-c", setup, "sh", PYTHON, tap, *skips,
+                       f"test.{module}"]) for module in MODULES]
+    # About a hundred tests skip themselves on Linux (other platforms,
+    # features not built): counted, not listed
+    check.run_group(tally, variant, "fast", "cpython", tests, mem="3G",
+                    timeout=1800, per_test_timeout=MODULE_TIMEOUT,
+                    quiet_skips=True)
+
