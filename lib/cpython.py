@@ -87,4 +87,3 @@ def group(tally, variant):
     check.run_group(tally, variant, "fast", "cpython", tests, mem="3G",
                     timeout=1800, per_test_timeout=MODULE_TIMEOUT,
                     quiet_skips=True)
-

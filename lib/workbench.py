@@ -802,11 +802,12 @@ def boot(img, cmd, accel, smp=2, mem="2G", timeout=600, rundir=None,
     # command of the user's may exit with EXIT_SETUP's 2 itself, so this
     # is told by the console, not by the status.
     unmounted = re.search(r"fastreap-guest: cannot mount:(.*)", console)
-    if unmounted and not splats:
+    setup_failed = unmounted and not splats
+    if setup_failed:
         rc = EXIT_SETUP
     info["status"] = rc
     (rundir / "run-info.json").write_text(json.dumps(info, indent=1))
-    if unmounted and not splats:
+    if setup_failed:
         raise Error(f"the guest could not mount{unmounted.group(1)} "
                     f"(console log: {rundir / 'console.log'})")
     if own_rundir:
