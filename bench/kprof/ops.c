@@ -19,6 +19,17 @@
  *                 waitpid(-1, __WALL) on a tracee that loops on getppid()
  *   ops ptsyspid  the same with waitpid(pid, __WALL), as a tracer of one
  *                 tracee may wait
+ *   ops thread    1,000 times pthread_create() a thread that returns at
+ *                 once, and pthread_join() it
+ *   ops stopcont  1,000 times SIGSTOP a child, waitpid(pid, WUNTRACED),
+ *                 SIGCONT it, waitpid(pid, WCONTINUED): by pid, the path
+ *                 that the series leaves alone, beside its queueing
+ *   ops stopcontall  the same with waitpid(-1, ...)
+ *   ops attach    1,000 times PTRACE_SEIZE a child, PTRACE_INTERRUPT it,
+ *                 waitpid(pid, __WALL) its trap and PTRACE_DETACH it, as
+ *                 strace -p does
+ *   ops autoreap  ops cexit with SIGCHLD ignored: the child reaps itself,
+ *                 and wait() returns -ECHILD once it is gone
  *
  * Build static and non-PIE, so that the markers' addresses are fixed:
  *   gcc -O2 -static -no-pie -o ops ops.c markers.c
@@ -34,6 +45,8 @@
 #include <sys/prctl.h>
 #include <sched.h>
 #include <sys/syscall.h>
+#include <errno.h>
+#include <pthread.h>
 void kprof_start(void);
 void kprof_stop(void);
 #define M 1000
@@ -243,10 +256,88 @@ static void ptsys(int by_pid)
 	waitpid(pid, &st, __WALL);
 }
 
+static void *thread_body(void *arg)
+{
+	return arg;
+}
+
+/* a thread's life: pthread_create() and pthread_join() */
+static void thread(void)
+{
+	pthread_t t;
+
+	kprof_start();
+	for (int i = 0; i < M; i++)
+		if (pthread_create(&t, NULL, thread_body, NULL) ||
+		    pthread_join(t, NULL))
+			die("thread");
+	kprof_stop();
+}
+
+/*
+ * A child's stop and continue, each reported: by pid (stock's O(1) path,
+ * which the series leaves alone but still queues for) or by -1.
+ */
+static void stopcont(int by_pid)
+{
+	int gate[2], st; pid_t ch, w;
+	if (pipe(gate)) die("pipe");
+	ch = gated_child(gate);
+	close(gate[0]);
+	w = by_pid ? ch : -1;
+	kprof_start();
+	for (int i = 0; i < M; i++) {
+		if (kill(ch, SIGSTOP) || waitpid(w, &st, WUNTRACED) != ch ||
+		    !WIFSTOPPED(st))
+			die("stop");
+		if (kill(ch, SIGCONT) || waitpid(w, &st, WCONTINUED) != ch ||
+		    !WIFCONTINUED(st))
+			die("cont");
+	}
+	kprof_stop();
+	close(gate[1]);
+	wait(NULL);
+}
+
+/* a tracer's attach to a running child, and its detach */
+static void attach(void)
+{
+	int gate[2], st; pid_t ch;
+	if (pipe(gate)) die("pipe");
+	ch = gated_child(gate);
+	close(gate[0]);
+	kprof_start();
+	for (int i = 0; i < M; i++)
+		if (ptrace(PTRACE_SEIZE, ch, 0, 0) ||
+		    ptrace(PTRACE_INTERRUPT, ch, 0, 0) ||
+		    waitpid(ch, &st, __WALL) != ch ||
+		    ptrace(PTRACE_DETACH, ch, 0, 0))
+			die("attach");
+	kprof_stop();
+	close(gate[1]);
+	wait(NULL);
+}
+
+/* cexit with SIGCHLD ignored: each child is released at its exit */
+static void autoreap(void)
+{
+	pid_t pid;
+
+	signal(SIGCHLD, SIG_IGN);
+	kprof_start();
+	for (int i = 0; i < M; i++) {
+		pid = clone(join_exit, stack + sizeof(stack), CLONE_VM | SIGCHLD,
+			    NULL);
+		if (pid < 0 || wait(NULL) != -1 || errno != ECHILD)
+			die("autoreap");
+	}
+	kprof_stop();
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
-		fprintf(stderr, "usage: ops reap|pgreap|pgpoll|treap|setpgid|setsid|cexit|orphexit|ptsys|ptsyspid\n");
+		fprintf(stderr, "usage: ops reap|pgreap|pgpoll|treap|setpgid|setsid|cexit|orphexit|ptsys|ptsyspid|thread|stopcont|stopcontall|attach|autoreap\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "treap")) treap();
@@ -259,6 +350,11 @@ int main(int argc, char **argv)
 	else if (!strcmp(argv[1], "ptsys")) ptsys(0);
 	else if (!strcmp(argv[1], "ptsyspid")) ptsys(1);
 	else if (!strcmp(argv[1], "orphexit")) cexit(1);
+	else if (!strcmp(argv[1], "thread")) thread();
+	else if (!strcmp(argv[1], "stopcont")) stopcont(1);
+	else if (!strcmp(argv[1], "stopcontall")) stopcont(0);
+	else if (!strcmp(argv[1], "attach")) attach();
+	else if (!strcmp(argv[1], "autoreap")) autoreap();
 	else {
 		fprintf(stderr, "ops: unknown operation '%s'\n", argv[1]);
 		return 2;
