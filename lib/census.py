@@ -57,12 +57,13 @@ def guest_binary():
     if out.exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    r = subprocess.run(["gcc", *flags, str(GUEST_SRC), "-o",
-                        f"{out}.tmp"], capture_output=True, text=True)
+    tmp = f"{out}.tmp-{os.getpid()}"     # ours alone, as in compile_c()
+    r = subprocess.run(["gcc", *flags, str(GUEST_SRC), "-o", tmp],
+                       capture_output=True, text=True)
     if r.returncode != 0:
         first = (r.stderr.strip().splitlines() or ["?"])[0]
         raise Error(f"cannot compile {GUEST_SRC}: {first}")
-    os.rename(f"{out}.tmp", out)
+    os.rename(tmp, out)
     return out
 
 

@@ -61,13 +61,15 @@ def compile_c(src, flags=(), name=None):
     if out.exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
+    # Our own temporary: two fastreap commands may compile the same test.
+    tmp = f"{out}.tmp-{os.getpid()}"
     cmd = ["gcc", "-static", "-O2", "-g", "-Wall", "-Wextra", "-pthread",
-           f"-I{include}", *flags, str(src), "-o", str(out) + ".tmp"]
+           f"-I{include}", *flags, str(src), "-o", tmp]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         first = (r.stderr.strip().splitlines() or ["?"])[0]
         raise Error(f"cannot compile {src.relative_to(REPO)}: {first}")
-    os.rename(str(out) + ".tmp", out)
+    os.rename(tmp, out)
     return out
 
 
@@ -81,6 +83,14 @@ def selftests():
     dest = selftests_dir()
     if (dest / "run_kselftest.sh").exists():
         return dest
+    with workbench.Lock(dest.with_suffix(".lock")):
+        if (dest / "run_kselftest.sh").exists():
+            return dest
+        return build_selftests(dest)
+
+
+def build_selftests(dest):
+    """selftests(), under its lock: one build of them at a time."""
     stock = workbench.stock_tree()
     say("building in-tree selftests: " + " ".join(SELFTEST_TARGETS))
     log = dest.with_suffix(".log")

@@ -10,6 +10,7 @@ Each module is one program in one guest boot (lib/cpython_tap.py), each
 test method one result.
 """
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -55,7 +56,7 @@ def runner():
     dest = CACHE / "bin" / workbench.digest(text) / src.name
     if not dest.exists():
         dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_suffix(".tmp")
+        tmp = dest.with_suffix(f".tmp-{os.getpid()}")
         tmp.write_bytes(text)
         tmp.rename(dest)
     return dest
