@@ -51,20 +51,8 @@ STORM_PARAMS = ["rounds=5", "stop_rounds=5", "hold_ms=100"]
 
 def guest_binary():
     """tests/kmod/kthreads.c as a static binary, cached by content."""
-    flags = ["-static", "-O2", "-Wall", "-Wextra", "-pthread"]
-    key = workbench.digest(GUEST_SRC.read_bytes(), *flags)
-    out = CACHE / "bin" / key / "kthreads"
-    if out.exists():
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = f"{out}.tmp-{os.getpid()}"     # ours alone, as in compile_c()
-    r = subprocess.run(["gcc", *flags, str(GUEST_SRC), "-o", tmp],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        first = (r.stderr.strip().splitlines() or ["?"])[0]
-        raise Error(f"cannot compile {GUEST_SRC}: {first}")
-    os.rename(tmp, out)
-    return out
+    import check        # check imports census when its group runs
+    return check.compile_c(GUEST_SRC)
 
 
 def kmod_build(variant="stock", flavor="fast", src=None):

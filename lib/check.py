@@ -57,20 +57,15 @@ def compile_c(src, flags=(), name=None):
             if other.exists() and other not in deps:
                 deps.append(other)
     key = workbench.digest(*[d.read_bytes() for d in deps], *flags)
-    out = CACHE / "bin" / key / (name or src.stem)
-    if out.exists():
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    # Our own temporary: two fastreap commands may compile the same test.
-    tmp = f"{out}.tmp-{os.getpid()}"
-    cmd = ["gcc", "-static", "-O2", "-g", "-Wall", "-Wextra", "-pthread",
-           f"-I{include}", *flags, str(src), "-o", tmp]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        first = (r.stderr.strip().splitlines() or ["?"])[0]
-        raise Error(f"cannot compile {src.relative_to(REPO)}: {first}")
-    os.rename(tmp, out)
-    return out
+
+    def gcc(out):
+        cmd = ["gcc", "-static", "-O2", "-g", "-Wall", "-Wextra", "-pthread",
+               f"-I{include}", *flags, str(src), "-o", str(out)]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            first = (r.stderr.strip().splitlines() or ["?"])[0]
+            raise Error(f"cannot compile {src.relative_to(REPO)}: {first}")
+    return workbench.cached_file(key, name or src.stem, gcc)
 
 
 def selftests_dir():

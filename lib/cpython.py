@@ -53,13 +53,8 @@ def runner():
     under /tmp is hidden by the guest's tmpfs)."""
     src = Path(__file__).with_name("cpython_tap.py")
     text = src.read_bytes()
-    dest = CACHE / "bin" / workbench.digest(text) / src.name
-    if not dest.exists():
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_suffix(f".tmp-{os.getpid()}")
-        tmp.write_bytes(text)
-        tmp.rename(dest)
-    return dest
+    return workbench.cached_file(workbench.digest(text), src.name,
+                                 lambda out: out.write_bytes(text))
 
 
 def group(tally, variant):

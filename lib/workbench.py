@@ -233,6 +233,26 @@ def digest(*parts):
     return h.hexdigest()[:16]
 
 
+def cached_file(key, name, write):
+    """CACHE/bin/KEY/NAME, made once by WRITE(path) if it is not there.
+
+    WRITE fills a temporary of this process's own, which is then renamed
+    into place: two fastreap commands that make the same file at once
+    each write their own, and neither can leave a torn one behind.
+    """
+    out = CACHE / "bin" / key / name
+    if out.exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f"{name}.tmp-{os.getpid()}")
+    try:
+        write(tmp)
+        os.rename(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
+
+
 def patches_hash(variant):
     return digest(*[p.read_bytes() for p in variant_patches(variant)])
 
