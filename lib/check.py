@@ -6,6 +6,7 @@ prints any ("ok N" / "not ok N", "# SKIP"), else from its exit status.  A
 kernel splat, a timeout or a failed boot fails the whole boot.
 """
 
+import concurrent.futures
 import os
 import re
 import resource
@@ -396,22 +397,20 @@ def group_systemd(tally, variant):
           f"(run directory {rundir})", flush=True)
 
 
-# What the opt-in rt group runs on the rt flavor of the patched variants;
-# plan() takes the group names from here too.
-RT_GROUPS = {"wait": group_wait, "jobctl": group_jobctl,
-             "stress": group_stress}
-
-
-def group_rt(tally, variant):
-    """tests/wait, tests/jobctl and the stress programs on a PREEMPT_RT
-    kernel with the debug flavor's checkers (config/rt.config).  There
-    spinlock_t sleeps and write_lock_irq() leaves interrupts on, so a lock
-    that the series takes without saving interrupts, or an assertion that
-    they are off, is checked where the cover letter says it holds.
-    Opt-in (--with-rt or --groups rt): its kernel took 17 minutes to
-    build, cold."""
-    for run in RT_GROUPS.values():
-        run(tally, variant, "rt")
+# What runs on the flavors other than fast, after every fast group (see
+# main()): the stress programs on debug, and the opt-in rt group's three
+# on rt.
+FLAVOR_GROUPS = {"debug": {"stress": group_stress},
+                 "rt": {"wait": group_wait, "jobctl": group_jobctl,
+                        "stress": group_stress}}
+# The opt-in rt group: tests/wait, tests/jobctl and the stress programs on
+# a PREEMPT_RT kernel with the debug flavor's checkers (config/rt.config).
+# There spinlock_t sleeps and write_lock_irq() leaves interrupts on, so a
+# lock that the series takes without saving interrupts, or an assertion
+# that they are off, is checked where the cover letter says it holds.
+# Opt-in (--with-rt or --groups rt): its kernel took 17 minutes to build,
+# cold.
+RT_GROUPS = FLAVOR_GROUPS["rt"]
 
 
 def group_ltp(tally, variant):
@@ -430,22 +429,21 @@ def group_cpython(tally, variant):
     cpython.group(tally, variant)
 
 
+# The groups on the fast flavor; the debug and rt flavors' runs are in
+# FLAVOR_GROUPS.
 GROUPS = {
-    "smoke": lambda t, v, debug: group_smoke(t, v),
-    "runner": lambda t, v, debug: v == "stock" and group_runner(t, v),
-    "wait": lambda t, v, debug: group_wait(t, v),
-    "jobctl": lambda t, v, debug: group_jobctl(t, v),
-    "selftests": lambda t, v, debug: group_selftests(t, v),
-    "scaling": lambda t, v, debug: v != "stock" and group_scaling(t, v),
-    "kmod": lambda t, v, debug: group_kmod(t, v),
-    "stress": lambda t, v, debug: [group_stress(t, v, f)
-                                   for f in (["fast", "debug"] if debug
-                                             else ["fast"])],
-    "systemd": lambda t, v, debug: group_systemd(t, v),
-    "ltp": lambda t, v, debug: group_ltp(t, v),
-    "cpython": lambda t, v, debug: group_cpython(t, v),
-    "rt": lambda t, v, debug: (workbench.variant_name(v) != "stock"
-                               and group_rt(t, v)),
+    "smoke": lambda t, v: group_smoke(t, v),
+    "runner": lambda t, v: v == "stock" and group_runner(t, v),
+    "wait": lambda t, v: group_wait(t, v),
+    "jobctl": lambda t, v: group_jobctl(t, v),
+    "selftests": lambda t, v: group_selftests(t, v),
+    "scaling": lambda t, v: v != "stock" and group_scaling(t, v),
+    "kmod": lambda t, v: group_kmod(t, v),
+    "stress": lambda t, v: group_stress(t, v, "fast"),
+    "systemd": lambda t, v: group_systemd(t, v),
+    "ltp": lambda t, v: group_ltp(t, v),
+    "cpython": lambda t, v: group_cpython(t, v),
+    "rt": None,                 # only on its own flavor, FLAVOR_GROUPS
 }
 # Groups that run only when asked for (--groups, --with-systemd,
 # --with-rt): they build kernels that CI's budget has no room for,
@@ -524,8 +522,8 @@ def plan(args, variants, groups):
     """The boots to make and the kernels they need, with an estimate.
 
     Prints which kernels are cached and which must be built, and the
-    minutes expected; returns the kernels [(variant, flavor)] and those
-    minutes.
+    minutes expected; returns the boots [(variant, flavor, groups)] and
+    those minutes.
     """
     boots, kernels = [], []
     for v in variants:
@@ -545,7 +543,7 @@ def plan(args, variants, groups):
     built = {f for v, f in kernels if workbench.variant_name(v) == "stock"}
     cpus = os.cpu_count() or 1
     scale = 2 / cpus          # builds use every core; guests do not
-    build_min = 0.0
+    build_min = late_build_min = 0.0
     lines = []
     stock_tree = workbench.source_dir() / "trees" / "stock"
     if not (stock_tree / ".git").exists():
@@ -566,9 +564,13 @@ def plan(args, variants, groups):
         else:
             minutes = SMALL_REBUILD_MINUTES
         minutes *= scale
-        build_min += minutes
+        if f == "fast":
+            build_min += minutes
+        else:
+            late_build_min += minutes
         lines.append(f"  kernel {name:22} to build, "
-                     f"~{minutes_text(minutes)} min (cold ccache)")
+                     f"~{minutes_text(minutes)} min (cold ccache)"
+                     + ("" if f == "fast" else ", beside the fast tests"))
     if not (CACHE / "bin").is_dir():
         build_min += BINARIES_MINUTES
         lines.append(f"  {'test programs':29} to build, "
@@ -601,10 +603,13 @@ def plan(args, variants, groups):
                 build_min += minutes
                 lines.append(f"  {'deb ' + name:29} to build, "
                              f"~{minutes_text(minutes)} min")
-    test_min = 0.0
+    test_min = late_test_min = 0.0
     for v, f, gs in boots:
         minutes = sum(GROUP_MINUTES[(g, f)] for g in gs)
-        test_min += minutes
+        if f == "fast":
+            test_min += minutes
+        else:
+            late_test_min += minutes
         lines.append(f"  tests  {workbench.variant_name(v) + '/' + f:22} "
                      f"~{minutes_text(minutes)} min: {', '.join(gs)}")
     if "systemd" in groups:
@@ -613,13 +618,25 @@ def plan(args, variants, groups):
             test_min += deb.GROUP_MINUTES
             lines.append(f"  tests  {workbench.variant_name(v) + '/deb':22} "
                          f"~{minutes_text(deb.GROUP_MINUTES)} min: systemd")
+    # The other flavors' kernels build beside the fast tests, whose guest
+    # leaves about one core of the others: with one core, after them.
+    if cpus > 1:
+        beside = max(test_min, late_build_min * cpus / (cpus - 1))
+    else:
+        beside = test_min + late_build_min
+    total = build_min + beside + late_test_min
     print(f"[{time.strftime('%H:%M:%S')}] plan (FASTREAP_CACHE="
           f"{CACHE}):", flush=True)
     print("\n".join(lines))
-    print(f"  expected: ~{build_min:.0f} min of builds + ~{test_min:.0f} "
-          f"min of tests = ~{build_min + test_min:.0f} min on {cpus} "
-          f"core(s); longer while other jobs share them", flush=True)
-    return kernels, build_min + test_min
+    print(f"  expected: ~{build_min:.0f} min of builds, then "
+          f"~{test_min:.0f} min of fast tests"
+          + (f" beside ~{late_build_min:.0f} min of builds"
+             if late_build_min else "")
+          + (f", then ~{late_test_min:.0f} min of other flavors' tests"
+             if late_test_min else "")
+          + f" = ~{total:.0f} min on {cpus} core(s); longer while other "
+          "jobs share them", flush=True)
+    return boots, total
 
 
 def cpu_seconds():
@@ -646,24 +663,52 @@ def main(args):
     t0 = time.time()
     for v in variants:
         workbench.variant_patch_dir(v)      # unknown variants fail early
-    kernels, expected = plan(args, variants, groups)
+    boots, expected = plan(args, variants, groups)
     if args.plan:
         return 0
-    for v, flavor in kernels:
-        print(f"[{time.strftime('%H:%M:%S')}] kernel "
-              f"{v}/{flavor}: {workbench.build(v, flavor)}", flush=True)
+    for v, flavor, _ in boots:
+        if flavor == "fast":
+            print(f"[{time.strftime('%H:%M:%S')}] kernel "
+                  f"{v}/{flavor}: {workbench.build(v, flavor)}", flush=True)
     tally = Tally()
-    for g in groups:
-        for v in variants:
-            t1, cpu1 = time.time(), cpu_seconds()
-            GROUPS[g](tally, v, wants_debug(args, v))
-            # Wall and CPU time per group, to keep GROUP_MINUTES honest:
-            # wall time grows with whatever else runs on the machine, CPU
-            # time (QEMU's and the compilers') much less.
-            print(f"[{time.strftime('%H:%M:%S')}] {g} on "
-                  f"{workbench.variant_name(v)}: "
-                  f"{(time.time() - t1) / 60:.1f} min wall, "
-                  f"{(cpu_seconds() - cpu1) / 60:.1f} CPU-min", flush=True)
+
+    def timed(what, run):
+        # Wall and CPU time per group, to keep GROUP_MINUTES honest: wall
+        # time grows with whatever else runs on the machine, CPU time
+        # (QEMU's and the compilers') much less.
+        t1, cpu1 = time.time(), cpu_seconds()
+        run()
+        print(f"[{time.strftime('%H:%M:%S')}] {what}: "
+              f"{(time.time() - t1) / 60:.1f} min wall, "
+              f"{(cpu_seconds() - cpu1) / 60:.1f} CPU-min", flush=True)
+
+    # The debug and rt kernels build in the background, niced, while the
+    # fast groups run: their guest leaves about one of two cores idle, and
+    # a cold debug build takes 15 minutes of both.  (The build's CPU time
+    # shows in the group during which it ends.)
+    later = [(v, f, gs) for v, f, gs in boots if f != "fast"]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        builds = [pool.submit(workbench.build, v, f, background=True)
+                  for v, f, _ in later]
+        for g in groups:
+            for v in variants:
+                if GROUPS[g] is None:
+                    continue
+                timed(f"{g} on {workbench.variant_name(v)}",
+                      lambda: GROUPS[g](tally, v))
+        for (v, flavor, gs), build in zip(later, builds):
+            name = workbench.variant_name(v)
+            try:
+                img = build.result()
+            except Error as e:
+                tally.add(name, flavor, "build", f"kernel {name}/{flavor}",
+                          "fail", str(e))
+                continue
+            print(f"[{time.strftime('%H:%M:%S')}] kernel {v}/{flavor}: "
+                  f"{img}", flush=True)
+            for g in gs:
+                timed(f"{g} on {name}/{flavor}",
+                      lambda: FLAVOR_GROUPS[flavor][g](tally, v, flavor))
     print()
     print(f"{'variant':10} {'flavor':6} {'group':10} passed failed skipped")
     names = [workbench.variant_name(v) for v in variants]

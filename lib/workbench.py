@@ -391,8 +391,12 @@ def cached_image(variant, flavor):
     return img if (img / "bzImage").exists() else None
 
 
-def build(variant, flavor="fast"):
-    """Return the image directory for VARIANT/FLAVOR, building if needed."""
+def build(variant, flavor="fast", background=False):
+    """Return the image directory for VARIANT/FLAVOR, building if needed.
+
+    BACKGROUND: the build runs beside tests, so it is niced and shows no
+    progress line.
+    """
     img = cached_image(variant, flavor)
     if img:
         return img
@@ -414,8 +418,11 @@ def build(variant, flavor="fast"):
                    KBUILD_BUILD_HOST="fastreap")
         cmd = ["make", "-C", str(tree), f"O={bdir.name}", "CC=ccache gcc",
                f"-j{jobs}", "bzImage", "modules"]
+        if background:
+            cmd = ["nice", "-n", "10"] + cmd
         t0 = time.time()
-        rc = make_with_progress(cmd, env, log, f"{name}/{flavor}")
+        rc = make_with_progress(cmd, env, log, f"{name}/{flavor}",
+                                progress=not background)
         if rc != 0:
             text = log.read_text(errors="replace")
             if "No space left on device" in text:
@@ -485,8 +492,8 @@ def configure(tree, bdir, flavor):
     stamp.write_text(want)
 
 
-def make_with_progress(cmd, env, log, label):
-    """Run make into LOG, showing a one-line progress count."""
+def make_with_progress(cmd, env, log, label, progress=True):
+    """Run make into LOG, showing a one-line progress count if PROGRESS."""
     tty = sys.stderr.isatty()
     t0 = last = time.time()
     done = 0
@@ -499,14 +506,14 @@ def make_with_progress(cmd, env, log, label):
             if line.startswith(("  CC", "  AS", "  LD", "  AR")):
                 done += 1
             now = time.time()
-            if now - last >= (2 if tty else 30):
+            if progress and now - last >= (2 if tty else 30):
                 last = now
                 msg = (f"building {label}: {done} steps, "
                        f"{int(now - t0) // 60}m{int(now - t0) % 60:02d}s")
                 print(("\r" + msg) if tty else f"fastreap: {msg}",
                       end="" if tty else "\n", file=sys.stderr, flush=True)
         rc = proc.wait()
-    if tty:
+    if progress and tty:
         print(file=sys.stderr)
     return rc
 
