@@ -668,8 +668,9 @@ def main(args):
         return 0
     for v, flavor, _ in boots:
         if flavor == "fast":
-            print(f"[{time.strftime('%H:%M:%S')}] kernel "
-                  f"{v}/{flavor}: {workbench.build(v, flavor)}", flush=True)
+            img = workbench.build(v, flavor)
+            print(f"[{time.strftime('%H:%M:%S')}] kernel {v}/{flavor}: {img}",
+                  flush=True)
     tally = Tally()
 
     def timed(what, run):
