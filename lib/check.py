@@ -669,8 +669,8 @@ def main(args):
     for v, flavor, _ in boots:
         if flavor == "fast":
             img = workbench.build(v, flavor)
-            print(f"[{time.strftime('%H:%M:%S')}] kernel {v}/{flavor}: {img}",
-                  flush=True)
+            print(f"[{time.strftime('%H:%M:%S')}] kernel "
+                  f"{workbench.variant_name(v)}/{flavor}: {img}", flush=True)
     tally = Tally()
 
     def timed(what, run):
@@ -705,7 +705,7 @@ def main(args):
                 tally.add(name, flavor, "build", f"kernel {name}/{flavor}",
                           "fail", str(e))
                 continue
-            print(f"[{time.strftime('%H:%M:%S')}] kernel {v}/{flavor}: "
+            print(f"[{time.strftime('%H:%M:%S')}] kernel {name}/{flavor}: "
                   f"{img}", flush=True)
             for g in gs:
                 timed(f"{g} on {name}/{flavor}",
