@@ -619,11 +619,10 @@ def plan(args, variants, groups):
             lines.append(f"  tests  {workbench.variant_name(v) + '/deb':22} "
                          f"~{minutes_text(deb.GROUP_MINUTES)} min: systemd")
     # The other flavors' kernels build beside the fast tests, whose guest
-    # leaves about one core of the others: with one core, after them.
-    if cpus > 1:
-        beside = max(test_min, late_build_min * cpus / (cpus - 1))
-    else:
-        beside = test_min + late_build_min
+    # leaves them about one core (with one core, nothing), and on every
+    # core once those tests are done.
+    done_beside = test_min * (cpus - 1) / cpus
+    beside = test_min + max(0.0, late_build_min - done_beside)
     total = build_min + beside + late_test_min
     print(f"[{time.strftime('%H:%M:%S')}] plan (FASTREAP_CACHE="
           f"{CACHE}):", flush=True)
