@@ -399,18 +399,15 @@ def group_systemd(tally, variant):
 
 # What runs on the flavors other than fast, after every fast group (see
 # main()): the stress programs on debug, and the opt-in rt group's three
-# on rt.
+# on rt.  The rt flavor is a PREEMPT_RT kernel with the debug flavor's
+# checkers (config/rt.config): there spinlock_t sleeps and
+# write_lock_irq() leaves interrupts on, so a lock that the series takes
+# without saving interrupts, or an assertion that they are off, is checked
+# where the cover letter says it holds.  Opt-in (--with-rt or --groups
+# rt): its kernel took 17 minutes to build, cold.
 FLAVOR_GROUPS = {"debug": {"stress": group_stress},
                  "rt": {"wait": group_wait, "jobctl": group_jobctl,
                         "stress": group_stress}}
-# The opt-in rt group: tests/wait, tests/jobctl and the stress programs on
-# a PREEMPT_RT kernel with the debug flavor's checkers (config/rt.config).
-# There spinlock_t sleeps and write_lock_irq() leaves interrupts on, so a
-# lock that the series takes without saving interrupts, or an assertion
-# that they are off, is checked where the cover letter says it holds.
-# Opt-in (--with-rt or --groups rt): its kernel took 17 minutes to build,
-# cold.
-RT_GROUPS = FLAVOR_GROUPS["rt"]
 
 
 def group_ltp(tally, variant):
@@ -533,9 +530,10 @@ def plan(args, variants, groups):
         fast = [g for g in groups
                 if g != ("scaling" if stock else "runner")
                 and g not in OPT_IN_GROUPS]
-        debug = ["stress"] if "stress" in groups and wants_debug(args, v) \
+        debug = [g for g in FLAVOR_GROUPS["debug"] if g in groups] \
+            if wants_debug(args, v) else []
+        rt = list(FLAVOR_GROUPS["rt"]) if "rt" in groups and not stock \
             else []
-        rt = list(RT_GROUPS) if "rt" in groups and not stock else []
         for flavor, gs in (("fast", fast), ("debug", debug), ("rt", rt)):
             if gs:
                 boots.append((v, flavor, gs))

@@ -10,12 +10,11 @@ Each module is one program in one guest boot (lib/cpython_tap.py), each
 test method one result.
 """
 
-import os
 import subprocess
 from pathlib import Path
 
 import workbench
-from workbench import CACHE, Error
+from workbench import Error
 
 PYTHON = "/usr/bin/python3"
 # Each module, and the wait() paths it takes:
