@@ -18,9 +18,9 @@
  * queue after the attach had checked the queue (fastreap's session 28):
  * the waits by -1 and by group then found nothing.  The window is a few
  * instructions wide.  A scratch kernel that busy-waits inside it when the
- * child is named "wait_race_c" (docs/results.md) makes this test fail on
- * that series within a few rounds; on a correct kernel the name is only a
- * name.
+ * child is named "wait_race_c" (docs/results.md, session 29) made this
+ * test fail on that series within 50 rounds, three runs of three; on a
+ * correct kernel the name is only a name.
  */
 #include "wait_util.h"
 
