@@ -68,16 +68,12 @@ static int held_child_main(void *arg)
 	return 0;
 }
 
-struct race_go {
-	int go;
-};
-
-/* The tracer: seizes @child as soon as it is let go, then stays. */
-static int tracer_main(struct race_go *shared, pid_t child, int note_fd)
+/* The tracer: seizes @child as soon as *@go is set, then stays. */
+static int tracer_main(const int *go, pid_t child, int note_fd)
 {
 	char done;
 
-	while (!__atomic_load_n(&shared->go, __ATOMIC_ACQUIRE))
+	while (!__atomic_load_n(go, __ATOMIC_ACQUIRE))
 		;
 	done = ptrace(PTRACE_SEIZE, child, 0, 0) ? 'n' : 'y';
 	CHILD_CHECK(write(note_fd, &done, 1) == 1);
@@ -97,27 +93,10 @@ static void spin_us(long us)
 		 (now.tv_nsec - start.tv_nsec) / 1000 < us);
 }
 
-/* The parent's report of @which/@id for WCONTINUED: the pid, 0 for none. */
-static pid_t continued_report(int which, pid_t id)
-{
-	siginfo_t si = { 0 };
-
-	if (sys_waitid(which, id, &si, WCONTINUED | WNOHANG | WNOWAIT, NULL))
-		return -errno;
-	if (si.si_pid && si.si_code != CLD_CONTINUED)
-		return -EPROTO;
-	return si.si_pid;
-}
-
-/* The same for WSTOPPED, by pid. */
-static pid_t stopped_report(pid_t child)
-{
-	siginfo_t si = { 0 };
-
-	if (sys_waitid(P_PID, child, &si, WSTOPPED | WNOHANG | WNOWAIT, NULL))
-		return -errno;
-	return si.si_pid;
-}
+/* The parent's waits that must agree: by pid, by -1 and by its group. */
+static const enum wkind race_waits[] = {
+	WK_WAITID_PID, WK_WAITID_ALL, WK_WAITID_PGID0,
+};
 
 FIXTURE(race) {
 };
@@ -130,81 +109,94 @@ FIXTURE_TEARDOWN(race)
 {
 }
 
+/*
+ * One round: a child with an unconsumed continue and a group stop under
+ * way, a tracer's seize and our SIGCONT at once, then the reports.
+ */
+static void race_round(struct __test_metadata *_metadata, int *go,
+		       int round)
+{
+	long delay_us = (round % RACE_STEPS) * RACE_STEP_US;
+	pid_t child, vfork_child, tracer;
+	struct gate note, traced;
+	struct wres r;
+	char done;
+	int i;
+
+	ASSERT_EQ(0, note_init(&note));
+	child = spawn(held_child_main, &note.wfd);
+	ASSERT_GT(child, 0);
+	close(note.wfd);
+	ASSERT_EQ((ssize_t)sizeof(vfork_child),
+		  read(note.rfd, &vfork_child, sizeof(vfork_child)));
+	close(note.rfd);
+
+	/* a group stop that cannot finish, then its continue */
+	ASSERT_EQ(0, kill(child, SIGSTOP));
+	wait_proc_state(child, child, 'T');
+	ASSERT_EQ(0, kill(child, SIGCONT));
+	ASSERT_EQ(0, sync_continued(child));
+	/* the next one, under way as the tracer comes */
+	ASSERT_EQ(0, kill(child, SIGSTOP));
+	wait_proc_state(child, child, 'T');
+	wk_wait(WK_WAITID_PID, child, 0, -1,
+		WUNTRACED | WNOHANG | WNOWAIT, &r);
+	ASSERT_WRES_NONE(WK_WAITID_PID, r);
+	wk_wait(WK_WAITID_PID, child, 0, -1,
+		WCONTINUED | WNOHANG | WNOWAIT, &r);
+	ASSERT_WRES(WK_WAITID_PID, r, child, CLD_CONTINUED, SIGCONT);
+
+	__atomic_store_n(go, 0, __ATOMIC_RELEASE);
+	ASSERT_EQ(0, note_init(&traced));
+	tracer = fork();
+	ASSERT_GE(tracer, 0);
+	if (!tracer) {
+		wu_child_init();
+		close(traced.rfd);
+		_exit(tracer_main(go, child, traced.wfd));
+	}
+	close(traced.wfd);
+	__atomic_store_n(go, 1, __ATOMIC_RELEASE);
+	spin_us(delay_us);
+	ASSERT_EQ(0, kill(child, SIGCONT));
+	ASSERT_EQ(1, read(traced.rfd, &done, 1));
+	close(traced.rfd);
+	ASSERT_EQ('y', done);
+
+	/* continued, traced by another process: the parent's report */
+	for (i = 0; i < (int)ARRAY_SIZE(race_waits); i++) {
+		wk_wait(race_waits[i], child, 0, -1,
+			WCONTINUED | WNOHANG | WNOWAIT, &r);
+		ASSERT_EQ(child, r.pid) {
+			TH_LOG("round %d, SIGCONT %ld us after the seize, "
+			       "wait kind %d", round, delay_us,
+			       race_waits[i]);
+		}
+		ASSERT_WRES(race_waits[i], r, child, CLD_CONTINUED, SIGCONT);
+	}
+
+	ASSERT_EQ(0, kill(tracer, SIGKILL));
+	ASSERT_EQ(tracer, waitpid(tracer, NULL, 0));
+	/* the vfork child comes to us, the subreaper, first */
+	ASSERT_EQ(0, kill(child, SIGKILL));
+	ASSERT_EQ(child, waitpid(child, NULL, 0));
+	ASSERT_EQ(0, kill(vfork_child, SIGKILL));
+	ASSERT_EQ(vfork_child, waitpid(vfork_child, NULL, 0));
+}
+
 /* a round takes about 0.1 s under TCG, more on a debug kernel */
 TEST_F_TIMEOUT(race, attach_during_sigcont, RACE_TIMEOUT)
 {
-	struct race_go *shared;
 	int round;
+	int *go;
 
 	ASSERT_EQ(0, prctl(PR_SET_CHILD_SUBREAPER, 1));
-	shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE,
-		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, shared);
+	go = mmap(NULL, sizeof(*go), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, go);
 
-	for (round = 0; round < RACE_ROUNDS; round++) {
-		long delay_us = (round % RACE_STEPS) * RACE_STEP_US;
-		pid_t child, vfork_child, tracer;
-		struct gate note, traced;
-		char done;
-
-		ASSERT_EQ(0, note_init(&note));
-		child = spawn(held_child_main, &note.wfd);
-		ASSERT_GT(child, 0);
-		close(note.wfd);
-		ASSERT_EQ((ssize_t)sizeof(vfork_child),
-			  read(note.rfd, &vfork_child, sizeof(vfork_child)));
-		close(note.rfd);
-
-		/* a group stop that cannot finish, then its continue */
-		ASSERT_EQ(0, kill(child, SIGSTOP));
-		wait_proc_state(child, child, 'T');
-		ASSERT_EQ(0, kill(child, SIGCONT));
-		ASSERT_EQ(0, sync_continued(child));
-		/* the next one, under way as the tracer comes */
-		ASSERT_EQ(0, kill(child, SIGSTOP));
-		wait_proc_state(child, child, 'T');
-		ASSERT_EQ(0, stopped_report(child));
-		ASSERT_EQ(child, continued_report(P_PID, child));
-
-		__atomic_store_n(&shared->go, 0, __ATOMIC_RELEASE);
-		ASSERT_EQ(0, note_init(&traced));
-		tracer = fork();
-		ASSERT_GE(tracer, 0);
-		if (!tracer) {
-			wu_child_init();
-			close(traced.rfd);
-			_exit(tracer_main(shared, child, traced.wfd));
-		}
-		close(traced.wfd);
-		__atomic_store_n(&shared->go, 1, __ATOMIC_RELEASE);
-		spin_us(delay_us);
-		ASSERT_EQ(0, kill(child, SIGCONT));
-		ASSERT_EQ(1, read(traced.rfd, &done, 1));
-		close(traced.rfd);
-		ASSERT_EQ('y', done);
-
-		/* continued, traced by another process: the parent's report */
-		ASSERT_EQ(child, continued_report(P_PID, child)) {
-			TH_LOG("round %d, SIGCONT %ld us after the seize",
-			       round, delay_us);
-		}
-		ASSERT_EQ(child, continued_report(P_ALL, 0)) {
-			TH_LOG("round %d, SIGCONT %ld us after the seize",
-			       round, delay_us);
-		}
-		ASSERT_EQ(child, continued_report(P_PGID, 0)) {
-			TH_LOG("round %d, SIGCONT %ld us after the seize",
-			       round, delay_us);
-		}
-
-		ASSERT_EQ(0, kill(tracer, SIGKILL));
-		ASSERT_EQ(tracer, waitpid(tracer, NULL, 0));
-		/* the vfork child comes to us, the subreaper, first */
-		ASSERT_EQ(0, kill(child, SIGKILL));
-		ASSERT_EQ(child, waitpid(child, NULL, 0));
-		ASSERT_EQ(0, kill(vfork_child, SIGKILL));
-		ASSERT_EQ(vfork_child, waitpid(vfork_child, NULL, 0));
-	}
+	for (round = 0; round < RACE_ROUNDS; round++)
+		race_round(_metadata, go, round);
 }
 
 TEST_HARNESS_MAIN
