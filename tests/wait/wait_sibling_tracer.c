@@ -434,6 +434,46 @@ TEST(third_thread_nothread_has_no_child)
 }
 
 /*
+ * C dies while B traces it: its exit is queued for the group as a
+ * tracee's, and none of the group's natural children's exits is.  A third
+ * thread waiting with __WNOTHREAD has still no child or tracee of its
+ * own: -ECHILD, not C's exit, however the wait looks for a usual reap.
+ * Without __WNOTHREAD it reaps C, as its group may.
+ */
+TEST(third_thread_nothread_skips_traced_zombie)
+{
+	struct bystander b = {
+		.flags = WEXITED | WNOHANG | WNOWAIT | __WNOTHREAD,
+	};
+	struct gate g;
+	struct tracer t = { 0 };
+	pthread_t th;
+	pid_t c;
+
+	ASSERT_EQ(0, gate_init(&g));
+	c = spawn_gated(&g, 0);
+	ASSERT_GT(c, 0);
+	ASSERT_EQ(0, tracer_start(&t, c, false));
+	ASSERT_EQ(0, kill(c, SIGKILL));
+	ASSERT_EQ(0, wait_zombie(c));
+
+	ASSERT_EQ(0, pthread_create(&th, NULL, bystander_main, &b));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_EQ(-1, b.ret);
+	EXPECT_EQ(ECHILD, b.err);
+
+	b.flags = WEXITED | WNOHANG;
+	memset(&b.si, 0, sizeof(b.si));
+	ASSERT_EQ(0, pthread_create(&th, NULL, bystander_main, &b));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_EQ(0, b.ret);
+	EXPECT_EQ(c, b.si.si_pid);
+	EXPECT_EQ(CLD_KILLED, b.si.si_code);
+	EXPECT_EQ(SIGKILL, b.si.si_status);
+	tracer_stop(&t);
+}
+
+/*
  * C dies while B traces it: A, waiting for its own children only, reaps
  * it (it would wait for a tracer in another process to reap it first),
  * also when it has an older live child, which its waits look at first.
