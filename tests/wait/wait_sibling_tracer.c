@@ -401,12 +401,23 @@ static void *bystander_main(void *p)
 	return NULL;
 }
 
+/* A waitid(P_ALL, @flags) from a new thread; 0, or -1 if none ran. */
+static int bystander_wait(struct bystander *b, int flags)
+{
+	pthread_t th;
+
+	memset(b, 0, sizeof(*b));
+	b->flags = flags;
+	if (pthread_create(&th, NULL, bystander_main, b))
+		return -1;
+	return pthread_join(th, NULL) ? -1 : 0;
+}
+
 TEST(third_thread_nothread_has_no_child)
 {
-	struct bystander b = { .flags = WANY | WNOHANG | WNOWAIT };
+	struct bystander b;
 	struct gate g;
 	struct tracer t = { 0 };
-	pthread_t th;
 	pid_t c;
 	int st;
 
@@ -415,22 +426,33 @@ TEST(third_thread_nothread_has_no_child)
 	ASSERT_GT(c, 0);
 	ASSERT_EQ(0, tracer_start(&t, c, false));
 
-	b.flags |= __WNOTHREAD;
-	ASSERT_EQ(0, pthread_create(&th, NULL, bystander_main, &b));
-	ASSERT_EQ(0, pthread_join(th, NULL));
+	ASSERT_EQ(0, bystander_wait(&b, WANY | WNOHANG | WNOWAIT |
+				    __WNOTHREAD));
 	EXPECT_EQ(-1, b.ret);
 	EXPECT_EQ(ECHILD, b.err);
 
 	/* Without __WNOTHREAD it sees what its group sees. */
-	b.flags &= ~__WNOTHREAD;
-	memset(&b.si, 0, sizeof(b.si));
-	ASSERT_EQ(0, pthread_create(&th, NULL, bystander_main, &b));
-	ASSERT_EQ(0, pthread_join(th, NULL));
+	ASSERT_EQ(0, bystander_wait(&b, WANY | WNOHANG | WNOWAIT));
 	EXPECT_REPORT(b.ret, b.si, attach_stop(c), "third thread P_ALL");
 
 	ASSERT_EQ(0, kill(c, SIGKILL));
 	EXPECT_EQ(c, waitpid(c, &st, __WALL));
 	tracer_stop(&t);
+}
+
+/* C, a child of A, dies while B traces it: its pid, or -1. */
+static pid_t spawn_traced_zombie(struct tracer *t)
+{
+	struct gate g;
+	pid_t c;
+
+	if (gate_init(&g))
+		return -1;
+	c = spawn_gated(&g, 0);
+	if (c <= 0 || tracer_start(t, c, false) || kill(c, SIGKILL) ||
+	    wait_zombie(c))
+		return -1;
+	return c;
 }
 
 /*
@@ -442,30 +464,18 @@ TEST(third_thread_nothread_has_no_child)
  */
 TEST(third_thread_nothread_skips_traced_zombie)
 {
-	struct bystander b = {
-		.flags = WEXITED | WNOHANG | WNOWAIT | __WNOTHREAD,
-	};
-	struct gate g;
+	struct bystander b;
 	struct tracer t = { 0 };
-	pthread_t th;
 	pid_t c;
 
-	ASSERT_EQ(0, gate_init(&g));
-	c = spawn_gated(&g, 0);
+	c = spawn_traced_zombie(&t);
 	ASSERT_GT(c, 0);
-	ASSERT_EQ(0, tracer_start(&t, c, false));
-	ASSERT_EQ(0, kill(c, SIGKILL));
-	ASSERT_EQ(0, wait_zombie(c));
-
-	ASSERT_EQ(0, pthread_create(&th, NULL, bystander_main, &b));
-	ASSERT_EQ(0, pthread_join(th, NULL));
+	ASSERT_EQ(0, bystander_wait(&b, WEXITED | WNOHANG | WNOWAIT |
+				    __WNOTHREAD));
 	EXPECT_EQ(-1, b.ret);
 	EXPECT_EQ(ECHILD, b.err);
 
-	b.flags = WEXITED | WNOHANG;
-	memset(&b.si, 0, sizeof(b.si));
-	ASSERT_EQ(0, pthread_create(&th, NULL, bystander_main, &b));
-	ASSERT_EQ(0, pthread_join(th, NULL));
+	ASSERT_EQ(0, bystander_wait(&b, WEXITED | WNOHANG));
 	EXPECT_EQ(0, b.ret);
 	EXPECT_EQ(c, b.si.si_pid);
 	EXPECT_EQ(CLD_KILLED, b.si.si_code);
@@ -481,7 +491,7 @@ TEST(third_thread_nothread_skips_traced_zombie)
 static void check_traced_zombie_reaped(struct __test_metadata *_metadata,
 				       bool behind_live_child)
 {
-	struct gate g, lg;
+	struct gate lg;
 	struct tracer t = { 0 };
 	siginfo_t si;
 	pid_t live = 0, c;
@@ -490,12 +500,8 @@ static void check_traced_zombie_reaped(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, gate_init(&lg));
 	if (behind_live_child)
 		ASSERT_EQ(0, spawn_live(&live, 1, &lg));
-	ASSERT_EQ(0, gate_init(&g));
-	c = spawn_gated(&g, 0);
+	c = spawn_traced_zombie(&t);
 	ASSERT_GT(c, 0);
-	ASSERT_EQ(0, tracer_start(&t, c, false));
-	ASSERT_EQ(0, kill(c, SIGKILL));
-	ASSERT_EQ(0, wait_zombie(c));
 
 	memset(&si, 0, sizeof(si));
 	EXPECT_EQ(0, sys_waitid(P_PGID, 0, &si, WEXITED | WNOHANG | WNOWAIT |
