@@ -291,7 +291,8 @@ def classify(rundir, booted_by, timed_out, timeout, finished, job_status):
     Read in this order: no sign of BOOTED_BY (a regex) on the console is
     a failure to boot; then any splat in the console log or the guest's
     dmesg.txt; then the timeout; then a job that did not FINISH, which
-    means the guest stopped under it.  Splat lines go to splats.txt.
+    means the guest stopped under it.  Splat lines go to splats.txt, and
+    are returned third.
     """
     console = read_text(rundir / "console.log")
     splats = [line for line in (console + "\n" + read_text(
@@ -304,16 +305,18 @@ def classify(rundir, booted_by, timed_out, timeout, finished, job_status):
         why = (splats[0].strip() if splats else
                qemu_out.splitlines()[-1] if qemu_out else
                f"no '{booted_by.pattern}' on the console")
-        return EXIT_NO_BOOT, f"the kernel did not boot: {why[:160]} {where}"
+        return (EXIT_NO_BOOT, f"the kernel did not boot: {why[:160]} {where}",
+                splats)
     if splats:
-        return EXIT_SPLAT, f"kernel splat: {splats[0].strip()[:160]} {where}"
+        return (EXIT_SPLAT, f"kernel splat: {splats[0].strip()[:160]} "
+                f"{where}", splats)
     if timed_out:
-        return EXIT_TIMEOUT, (f"timeout: the command ran past {timeout}s "
-                              f"{where}")
+        return (EXIT_TIMEOUT, f"timeout: the command ran past {timeout}s "
+                f"{where}", splats)
     if not finished:
-        return EXIT_SPLAT, ("the guest stopped before the command finished "
-                            f"{where}")
-    return job_status, ""
+        return (EXIT_SPLAT, "the guest stopped before the command finished "
+                f"{where}", splats)
+    return job_status, "", splats
 
 
 def write_info(rundir, info):
@@ -396,7 +399,7 @@ def boot(img, cmd, accel, smp=2, mem="2G", timeout=600, rundir=None,
                                 echo_file=rundir / "output" if echo else None)
     status_file = rundir / "status"
     finished = status_file.exists()
-    rc, reason = classify(
+    rc, reason, splats = classify(
         rundir, INIT_STARTED, timed_out, timeout, finished,
         int(status_file.read_text().strip() or 255) if finished else None)
     if reason and echo:
@@ -406,7 +409,7 @@ def boot(img, cmd, accel, smp=2, mem="2G", timeout=600, rundir=None,
     # is told by the console, not by the status.
     unmounted = re.search(r"fastreap-guest: cannot mount:(.*)",
                           read_text(rundir / "console.log"))
-    setup_failed = unmounted and not (rundir / "splats.txt").exists()
+    setup_failed = unmounted and not splats
     if setup_failed:
         rc = EXIT_SETUP
     write_info(rundir, {"accel": accel, "icount": icount, "smp": smp,
@@ -441,8 +444,8 @@ def boot_disk(rundir, kernel, drive, params, booted_by, done_mark,
                      devices=devices)
     timed_out, seconds = launch(argv, rundir, timeout)
     results = read_text(results_log).replace("\r", "")
-    rc, _ = classify(rundir, booted_by, timed_out, timeout,
-                     done_mark in results, 0)
+    rc, _, _ = classify(rundir, booted_by, timed_out, timeout,
+                        done_mark in results, 0)
     write_info(rundir, {**(info or {}), "accel": accel, "smp": smp,
                         "mem": mem, "seconds": round(seconds, 1),
                         "status": rc, "kernel": str(kernel)})
