@@ -54,10 +54,9 @@ def kmod_test(variant="stock", smp=2, flavor="fast", src=None,
     passed, 1 a test failed) or the runner's 123/124/125.
     """
     argv = storm_test_argv(variant, flavor, src, params)
-    rundir = runner.new_rundir(
-        f"kmod-{variant_name(variant)}-{smp}")
+    rundir = runner.new_rundir(f"kmod-{variant_name(variant)}-{smp}")
     rc = runner.run(variant, argv, flavor=flavor, smp=smp, timeout=timeout,
-                       icount=icount, rundir=rundir, echo=False)
+                    icount=icount, rundir=rundir, echo=False)
     out = rundir / "output"
     text = out.read_text(errors="replace") if out.exists() else ""
     return rc, text
@@ -194,8 +193,8 @@ def census_boot(variant, smp, flavor="fast", mem="2G", timeout=900,
         f"census-{variant_name(variant)}-{smp}")
     t0 = time.time()
     rc = runner.run(variant, ["sh", "-c", script], flavor=flavor, smp=smp,
-                       mem=mem, timeout=timeout, icount=icount,
-                       rundir=rundir, echo=False)
+                    mem=mem, timeout=timeout, icount=icount, rundir=rundir,
+                    echo=False)
     seconds = time.time() - t0
     out = rundir / "out"
     ctext = (out / "census.txt").read_text(errors="replace") \
