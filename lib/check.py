@@ -24,9 +24,17 @@ PACKAGES = ["stress-ng", "strace", "gnuplot-nox", "python3-pytest"]
 
 
 def add_options(p):
-    """check's options that follow from the tables: --no-NAME and
-    --stock-NAME for each flavor that runs by default, --with-NAME for
-    each opt-in flavor or group."""
+    """check's options that follow from the tables: --groups, --no-NAME
+    for each flavor that runs by default, --stock-NAME for each that stock
+    does not boot, --with-NAME for each opt-in flavor or group."""
+    opt_in = [g for g in plan.selectable()
+              if g not in GROUPS or GROUPS[g].opt_in]
+    p.add_argument("--groups", default=None,
+                   help="comma-separated test groups: "
+                        + ", ".join(g for g in plan.selectable()
+                                    if g not in opt_in)
+                        + ", and the opt-in " + " and ".join(opt_in)
+                        + " (default: all but the opt-in ones)")
     for f in FLAVORS.values():
         if f.runs == "default":
             p.add_argument(f"--no-{f.name}", action="store_true",

@@ -82,3 +82,15 @@ def test_every_boot_has_its_minutes():
     for v, f, gs in boots(with_rt=True, with_systemd=True,
                           stock_debug=True):
         assert plan.boot_minutes(f, gs) > 0
+
+
+def test_the_options_come_from_the_tables():
+    p = argparse.ArgumentParser()
+    check.add_options(p)
+    a = p.parse_args(["--no-debug", "--stock-rt", "--with-rt",
+                      "--with-systemd", "--groups", "smoke"])
+    assert (a.no_debug, a.stock_rt, a.with_rt, a.with_systemd) == (
+        True, True, True, True)
+    assert check.chosen_groups(a) == ["smoke", "systemd", "rt"]
+    with pytest.raises(SystemExit):
+        p.parse_args(["--no-fast"])         # fast always runs
