@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 import workbench
-from check import compile_c
+from harness import compile_c
 from workbench import REPO, Error
 
 # Real programs, Debian's binaries run unmodified in the guest, with

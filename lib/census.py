@@ -14,7 +14,7 @@ threads that never ran), fitted as threads = a + b * CPUs by least squares,
 extrapolated to 4,096 CPUs against 6.12's pid_max rule, and written to
 docs/census.csv, docs/census.json, docs/census.md and docs/census.png.
 
-check.py calls kmod_test_argv() (or kmod_test()) for the storm test alone.
+The storm test itself, built against each image, is lib/kmod.py's.
 """
 
 import argparse
@@ -22,91 +22,28 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-import workbench
-from workbench import REPO, CACHE, Error, say
+import build
+import kmod
+import runner
+from common import REPO, SOURCE_PACKAGE, Error, ensure_packages, say
+from flavors import FLAVORS
+from kmod import STORM_PARAMS, storm_test_argv
+from variants import variant_name
 
-KMOD_SRC = REPO / "tests" / "kmod"
-GUEST_SRC = KMOD_SRC / "kthreads.c"
 DOCS = REPO / "docs"
 PF_KTHREAD = 0x00200000
 KTHREADD = 2
 TARGET_CPUS = 4096
 DEFAULT_SMP = "1,2,4,8,16,32,64"
-# Module parameters for the storm: k rounds of one kthread per online CPU,
-# k stop_machine() calls, threads held 100 ms so the sampler can see them.
 # A kernel thread is "idle since start" when /proc/PID/schedstat counts at
 # most 2 runs: once in kthread() to report itself created, once into its
 # thread function, where it went to sleep and was never woken again.
 IDLE_PCOUNT = 2
-STORM_PARAMS = ["rounds=5", "stop_rounds=5", "hold_ms=100"]
-
-
-# --- building what the guest runs -----------------------------------------
-
-def guest_binary():
-    """tests/kmod/kthreads.c as a static binary, cached by content."""
-    import check        # check imports census when its group runs
-    return check.compile_c(GUEST_SRC)
-
-
-def kmod_build(variant="stock", flavor="fast", src=None):
-    """Build the storm module for VARIANT's image; return the .ko path.
-
-    SRC (default tests/kmod) is copied to a scratch directory in the cache,
-    keyed by the image and the sources, and built there against the image's
-    kernel build directory (make -C <build_dir> M=<scratch> modules), so
-    nothing is written to the repository or to /tmp.
-    """
-    src = Path(src or KMOD_SRC)
-    img = workbench.build(variant, flavor)
-    info = json.loads((img / "build-info.json").read_text())
-    bdir = Path(info["build_dir"])
-    files = sorted(p for p in src.iterdir()
-                   if p.name == "Makefile" or p.suffix in (".c", ".h")
-                   and p.name != GUEST_SRC.name)
-    key = workbench.digest(img.name, *[f.name.encode() + b"\0" +
-                                       f.read_bytes() for f in files])
-    kdir = CACHE / "kmod" / key
-    ko = kdir / "storm.ko"
-    if ko.exists():
-        return ko
-    config = bdir / ".config"
-    if not config.exists() or \
-            config.read_bytes() != (img / "config").read_bytes():
-        raise Error(f"{bdir} no longer matches {img.name} (its .config "
-                    "changed); rebuild the image: ./fastreap build "
-                    f"--flavor {flavor} {variant}")
-    if not (bdir / "Module.symvers").exists():
-        raise Error(f"{bdir} has no Module.symvers (modules not built)")
-    tmp = kdir.with_name(f"{key}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    for f in files:
-        shutil.copy2(f, tmp / f.name)
-    r = subprocess.run(["make", "-C", str(bdir), f"M={tmp}", "modules"],
-                       capture_output=True, text=True)
-    (tmp / "build.log").write_text(r.stdout + r.stderr)
-    if r.returncode != 0 or not (tmp / "storm.ko").exists():
-        errs = [l for l in (r.stdout + r.stderr).splitlines()
-                if "error" in l.lower()] or (r.stderr or "?").splitlines()
-        raise Error(f"building the storm module failed: {errs[0][:200]} "
-                    f"(log: {tmp}/build.log)")
-    shutil.rmtree(kdir, ignore_errors=True)
-    os.rename(tmp, kdir)
-    return ko
-
-
-def kmod_test_argv(variant="stock", flavor="fast", src=None,
-                   params=STORM_PARAMS):
-    """The guest command of the storm TAP test (for check.run_group)."""
-    return [str(guest_binary()), "test",
-            str(kmod_build(variant, flavor, src)), *params]
 
 
 def kmod_test(variant="stock", smp=2, flavor="fast", src=None,
@@ -116,11 +53,10 @@ def kmod_test(variant="stock", smp=2, flavor="fast", src=None,
     Returns (status, tap_text): status is the test's exit status (0 all
     passed, 1 a test failed) or the runner's 123/124/125.
     """
-    argv = kmod_test_argv(variant, flavor, src, params)
-    rundir = workbench.new_rundir(
-        f"kmod-{workbench.variant_name(variant)}-{smp}")
-    rc = workbench.run(variant, argv, flavor=flavor, smp=smp, timeout=timeout,
-                       icount=icount, rundir=rundir, echo=False)
+    argv = storm_test_argv(variant, flavor, src, params)
+    rundir = runner.new_rundir(f"kmod-{variant_name(variant)}-{smp}")
+    rc = runner.run(variant, argv, flavor=flavor, smp=smp, timeout=timeout,
+                    icount=icount, rundir=rundir, echo=False)
     out = rundir / "output"
     text = out.read_text(errors="replace") if out.exists() else ""
     return rc, text
@@ -246,19 +182,19 @@ def summarize(facts):
 def census_boot(variant, smp, flavor="fast", mem="2G", timeout=900,
                 icount=False):
     """Boot once with SMP CPUs: census first, then the storm test."""
-    binary = guest_binary()
-    argv = kmod_test_argv(variant, flavor)
+    binary = kmod.guest_binary()
+    argv = storm_test_argv(variant, flavor)
     script = (f'K={shlex.quote(str(binary))}; '
               f'"$K" census >"$FASTREAP_OUT/census.txt" 2>&1; '
               f'echo $? >"$FASTREAP_OUT/census.rc"; '
               f'{shlex.join(argv)} >"$FASTREAP_OUT/kmod.tap" 2>&1; '
               f'echo $? >"$FASTREAP_OUT/kmod.rc"')
-    rundir = workbench.new_rundir(
-        f"census-{workbench.variant_name(variant)}-{smp}")
+    rundir = runner.new_rundir(
+        f"census-{variant_name(variant)}-{smp}")
     t0 = time.time()
-    rc = workbench.run(variant, ["sh", "-c", script], flavor=flavor, smp=smp,
-                       mem=mem, timeout=timeout, icount=icount,
-                       rundir=rundir, echo=False)
+    rc = runner.run(variant, ["sh", "-c", script], flavor=flavor, smp=smp,
+                    mem=mem, timeout=timeout, icount=icount, rundir=rundir,
+                    echo=False)
     seconds = time.time() - t0
     out = rundir / "out"
     ctext = (out / "census.txt").read_text(errors="replace") \
@@ -269,7 +205,7 @@ def census_boot(variant, smp, flavor="fast", mem="2G", timeout=900,
     if (rundir / "splats.txt").exists():
         splats = sorted(set(re.sub(r"^\[[ \d.]+\] ", "", l) for l in (
             rundir / "splats.txt").read_text(errors="replace").splitlines()))
-    if rc not in (0, workbench.EXIT_SPLAT) or "task " not in ctext:
+    if rc not in (0, runner.EXIT_SPLAT) or "task " not in ctext:
         raise Error(f"census boot with --smp {smp} failed (status {rc}; "
                     f"see {rundir})")
     facts = parse_census(ctext)
@@ -593,7 +529,7 @@ def make_meta(rows, a, smps, info, img, rule, pid_max):
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "source_package": info["source_package"],
         "source_version": subprocess.run(
-            ["dpkg-query", "-W", "-f=${Version}", workbench.SOURCE_PACKAGE],
+            ["dpkg-query", "-W", "-f=${Version}", SOURCE_PACKAGE],
             capture_output=True, text=True).stdout.strip(),
         "kernelrelease": info["kernelrelease"],
         "variant": info["variant"], "flavor": a.flavor, "image": img.name,
@@ -639,7 +575,7 @@ def main(args):
         "module test at each, a fit to 4,096 CPUs; writes docs/census.*")
     p.add_argument("--smp", default=DEFAULT_SMP, metavar="LIST",
                    help=f"comma-separated CPU counts (default {DEFAULT_SMP})")
-    p.add_argument("--flavor", default="fast", choices=workbench.FLAVORS)
+    p.add_argument("--flavor", default="fast", choices=FLAVORS)
     p.add_argument("--mem", default="2G")
     p.add_argument("--timeout", type=int, default=900, metavar="SECONDS",
                    help="per boot (default 900)")
@@ -672,7 +608,7 @@ def main(args):
                     f"'{a.smp}'")
     if not smps or min(smps) < 1:
         raise Error("--smp: CPU counts must be >= 1")
-    workbench.ensure_packages("build", "run", extra=["gnuplot-nox"])
+    ensure_packages("build", "run", extra=["gnuplot-nox"])
 
     if a.kmod_only:
         rc, tap = kmod_test(a.variant, smps[0], a.flavor, icount=a.icount)
@@ -682,7 +618,7 @@ def main(args):
     if a.render:
         return render(Path(a.out), a.name)
 
-    img = workbench.build(a.variant, a.flavor)
+    img = build.build(a.variant, a.flavor)
     info = json.loads((img / "build-info.json").read_text())
     rule, pid_max = pid_max_rule(Path(info["tree"]))
     out = Path(a.out)

@@ -5,16 +5,14 @@ independent conformance check written by others.
 They run on the host's /usr/bin/python3, shared read-only with the guest,
 from its `test` package: Debian's and Ubuntu's libpython3.X-testsuite,
 installed with apt-get when missing.  Where it cannot be installed the
-group reports one skip per variant, with the reason, and no failure.
-Each module is one program in one guest boot (lib/cpython_tap.py), each
-test method one result.
+group is listed as not run, with the reason.  Each module is one program
+in one guest boot (guest/cpython_tap.py), each test method one result.
 """
 
 import subprocess
-from pathlib import Path
 
-import workbench
-from workbench import Error
+from common import GUEST_DIR, Error, cached_file, digest, ensure_packages
+from harness import NotRun, run_group
 
 PYTHON = "/usr/bin/python3"
 # Each module, and the wait() paths it takes:
@@ -47,27 +45,23 @@ def testsuite_package():
     return r.stdout.strip()
 
 
-def runner():
-    """lib/cpython_tap.py in the cache, where a guest can read it (a clone
-    under /tmp is hidden by the guest's tmpfs)."""
-    src = Path(__file__).with_name("cpython_tap.py")
+def tap_runner():
+    """guest/cpython_tap.py in the cache, where a guest can read it (a
+    clone under /tmp is hidden by the guest's tmpfs)."""
+    src = GUEST_DIR / "cpython_tap.py"
     text = src.read_bytes()
-    return workbench.cached_file(workbench.digest(text), src.name,
-                                 lambda out: out.write_bytes(text))
+    return cached_file(digest(text), src.name,
+                       lambda out: out.write_bytes(text))
 
 
-def group(tally, variant):
+def group(tally, variant, flavor):
     """Boot VARIANT once and run every module; tally each test."""
-    import check
-    name = workbench.variant_name(variant)
     try:
         package = testsuite_package()
-        workbench.ensure_packages(extra=[package])
+        ensure_packages(extra=[package])
     except Error as e:
-        tally.add(name, "fast", "cpython", "CPython test suite", "skip",
-                  str(e))
-        return
-    tap = runner()
+        raise NotRun(f"no CPython test suite: {e}")
+    tap = tap_runner()
     skips = [a for test_id, why in SKIPS.items()
              for a in ("--skip", f"{test_id}={why}")]
     # The loopback interface, for the tests that talk over a local
@@ -79,6 +73,5 @@ def group(tally, variant):
                        f"test.{module}"]) for module in MODULES]
     # About a hundred tests skip themselves on Linux (other platforms,
     # features not built): counted, not listed
-    check.run_group(tally, variant, "fast", "cpython", tests, mem="3G",
-                    timeout=1800, per_test_timeout=MODULE_TIMEOUT,
-                    quiet_skips=True)
+    run_group(tally, variant, flavor, "cpython", tests, mem="3G",
+              timeout=1800, per_test_timeout=MODULE_TIMEOUT, quiet_skips=True)

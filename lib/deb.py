@@ -24,15 +24,19 @@ configs, patches and this recipe.
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import workbench
-from workbench import REPO, CACHE, Error, say, digest
+import build
+import runner
+from common import (CACHE, GUEST_DIR, REPO, Error, Lock, check_disk, digest,
+                    ensure_packages, last_line, say)
+from variants import (git, patches_hash, source_dir,
+                      source_version, stock_tree, variant_name,
+                      variant_patch_dir, variant_patches)
 
 DEB_RECIPE = "1"
 CONFIG_PACKAGE = "linux-config-6.12"
@@ -51,7 +55,7 @@ def deb_root():
 
 
 def debian_config():
-    workbench.ensure_packages("build", extra=DEB_PACKAGES)
+    ensure_packages("build", extra=DEB_PACKAGES)
     if not DEBIAN_CONFIG.exists():
         raise Error(f"{DEBIAN_CONFIG} is missing; reinstall {CONFIG_PACKAGE}")
     return subprocess.run(["xz", "-dc", str(DEBIAN_CONFIG)], check=True,
@@ -60,20 +64,20 @@ def debian_config():
 
 def localversion(variant):
     """The kernel release's suffix: 6.12.118-fastreap-<variant>."""
-    name = re.sub(r"[^a-z0-9]+", "", workbench.variant_name(variant).lower())
+    name = re.sub(r"[^a-z0-9]+", "", variant_name(variant).lower())
     return f"-fastreap-{name or 'x'}"
 
 
 def deb_key(variant):
-    return digest(DEB_RECIPE, workbench.source_version(),
-                  workbench.variant_name(variant), debian_config(),
+    return digest(DEB_RECIPE, source_version(),
+                  variant_name(variant), debian_config(),
                   FRAGMENT.read_bytes(), MODULES.read_bytes(),
-                  localversion(variant), workbench.patches_hash(variant))
+                  localversion(variant), patches_hash(variant))
 
 
 def deb_dir(variant):
-    return (deb_root() / workbench.source_dir().name
-            / f"{workbench.variant_name(variant)}-{deb_key(variant)}")
+    return (deb_root() / source_dir().name
+            / f"{variant_name(variant)}-{deb_key(variant)}")
 
 
 def cached_deb(variant):
@@ -94,13 +98,13 @@ def deb_source(variant):
     is O= elsewhere); a patched variant gets its own clone of it, so the
     developer's worktree (variant_tree()) is never touched.
     """
-    stock = workbench.stock_tree()
-    name = workbench.variant_name(variant)
+    stock = stock_tree()
+    name = variant_name(variant)
     if name == "stock":
         return stock
     tree = deb_root() / "src" / name
     state_file = tree / ".fastreap-applied"
-    want = workbench.patches_hash(variant)
+    want = patches_hash(variant)
     if state_file.exists() and json.loads(
             state_file.read_text()).get("patches") == want:
         return tree
@@ -113,8 +117,8 @@ def deb_source(variant):
                            text=True)
         if r.returncode != 0:
             raise Error(f"git clone of {stock} failed: "
-                        + (r.stderr.strip().splitlines() or ["?"])[-1])
-    workbench.git(tree, "fetch", "-q", "--tags", str(stock))
+                        + last_line(r.stderr))
+    git(tree, "fetch", "-q", "--tags", str(stock))
     # Make stock + patches as a commit in a scratch index, then check it
     # out: git rewrites only the files that differ from what the tree has
     # now, so a new revision of the series that touches kernel/exit.c
@@ -122,38 +126,28 @@ def deb_source(variant):
     state_file.unlink(missing_ok=True)
     index = tree / ".git" / "fastreap-index"
     index.unlink(missing_ok=True)
-    env = dict(os.environ, GIT_INDEX_FILE=str(index),
-               GIT_AUTHOR_NAME="fastreap", GIT_AUTHOR_EMAIL="fastreap@localhost",
-               GIT_COMMITTER_NAME="fastreap",
-               GIT_COMMITTER_EMAIL="fastreap@localhost")
+    scratch_index = dict(os.environ, GIT_INDEX_FILE=str(index))
 
-    def git(*args, **kw):
-        r = subprocess.run(["git", "-C", str(tree), *args], env=env,
-                           capture_output=True, text=True, **kw)
-        if r.returncode != 0:
-            raise Error(f"git {args[0]} in {tree} failed: "
-                        + (r.stderr.strip().splitlines() or ["?"])[-1])
-        return r.stdout.strip()
+    def git_index(*args):
+        return git(tree, *args, env=scratch_index)
 
-    git("read-tree", "stock")
-    for patch in workbench.variant_patches(variant):
+    git_index("read-tree", "stock")
+    for patch in variant_patches(variant):
         try:
-            git("apply", "--cached", str(patch))
+            git_index("apply", "--cached", str(patch))
         except Error:
             raise Error(f"patch does not apply to {name}: {patch.name}")
-    commit = git("commit-tree", git("write-tree"), "-p", "stock",
-                 "-m", f"stock + patches/{name} ({want})")
+    commit = git_index("commit-tree", git_index("write-tree"), "-p", "stock",
+                       "-m", f"stock + patches/{name} ({want})")
     index.unlink(missing_ok=True)
-    workbench.git(tree, "checkout", "-q", "-f", "-B", name, commit)
+    git(tree, "checkout", "-q", "-f", "-B", name, commit)
     state_file.write_text(json.dumps({"patches": want}))
     return tree
 
 
 def build_env():
-    return dict(os.environ, CCACHE_BASEDIR=str(CACHE), CCACHE_NOHASHDIR="1",
-                KBUILD_BUILD_USER="fastreap", KBUILD_BUILD_HOST="fastreap",
-                DEBEMAIL="fastreap <fastreap@localhost>",
-                DEBFULLNAME="fastreap")
+    return build.build_env(DEBEMAIL="fastreap <fastreap@localhost>",
+                           DEBFULLNAME="fastreap")
 
 
 def jobs():
@@ -168,18 +162,14 @@ def make(src, obj, *targets, log=None, label=None):
         r = subprocess.run(cmd, env=build_env(), capture_output=True,
                            text=True, stdin=subprocess.DEVNULL)
         if r.returncode != 0:
-            last = (r.stderr.strip().splitlines()
-                    or r.stdout.strip().splitlines() or ["?"])[-1]
-            raise Error(f"make {' '.join(targets)} failed: {last}")
+            raise Error(f"make {' '.join(targets)} failed: "
+                        + last_line(r.stderr or r.stdout))
         return 0
-    return workbench.make_with_progress(cmd, build_env(), log, label)
+    return build.make_with_progress(cmd, build_env(), log, label)
 
 
 def fragment_lines(variant):
-    lines = [l for l in FRAGMENT.read_text().splitlines()
-             if re.match(r"CONFIG_\w+=", l)
-             or re.match(r"# CONFIG_\w+ is not set", l)]
-    return lines + [f'CONFIG_LOCALVERSION="{localversion(variant)}"']
+    return build.config_lines(FRAGMENT.read_text()) + [f'CONFIG_LOCALVERSION="{localversion(variant)}"']
 
 
 def configure(src, obj, variant):
@@ -206,7 +196,7 @@ def configure(src, obj, variant):
                        input="\n" * 200)
     if r.returncode != 0:
         raise Error("make localmodconfig failed: "
-                    + (r.stderr.strip().splitlines() or ["?"])[-1])
+                    + last_line(r.stderr))
     frag = fragment_lines(variant)
     with open(scratch / ".config", "a") as cfg:
         cfg.write("\n# config/deb.config\n" + "\n".join(frag) + "\n")
@@ -227,17 +217,17 @@ def configure(src, obj, variant):
 
 def build_deb(variant):
     """Return the directory of VARIANT's .debs, building them if needed."""
-    name = workbench.variant_name(variant)      # unknown variants fail here
+    name = variant_name(variant)      # unknown variants fail here
     done = cached_deb(variant)
     if done:
         return done
-    workbench.ensure_packages("build", extra=DEB_PACKAGES)
+    ensure_packages("build", extra=DEB_PACKAGES)
     bdir = deb_root() / "build" / name
-    with workbench.Lock(deb_root() / f".build-{name}.lock"):
+    with Lock(deb_root() / f".build-{name}.lock"):
         done = cached_deb(variant)
         if done:
             return done
-        workbench.check_disk(deb_root(), 6)
+        check_disk(deb_root(), 6)
         # keyed now: the patches may change while we build
         dest = deb_dir(variant)
         src = deb_source(variant)
@@ -277,7 +267,7 @@ def build_deb(variant):
                               input=debian_config(), capture_output=True)
         (tmp / "config.diff").write_bytes(diff.stdout)
         info = {"variant": name, "kernelrelease": release,
-                "source_version": workbench.source_version(),
+                "source_version": source_version(),
                 "image_deb": images[0].name,
                 "debs": [d.name for d in debs],
                 "build_seconds": round(time.time() - t0),
@@ -292,7 +282,7 @@ def build_deb(variant):
 def main(args):
     variants = args.variants or list(DEFAULT_VARIANTS)
     for v in variants:
-        workbench.variant_patch_dir(v)      # unknown variants fail early
+        variant_patch_dir(v)      # unknown variants fail early
     if args.churn is not None and args.churn < 0 or args.children < 0:
         raise Error("--churn and --children take a count >= 0")
     for v in variants:
@@ -307,7 +297,7 @@ def main(args):
             v, job=job, churn=args.churn or 0, children=args.children,
             timeout=args.timeout, echo=True)
         bad = [l for l in results.splitlines() if l.startswith("not ok")]
-        print(f"{workbench.variant_name(v)}: {'pass' if rc == 0 and not bad else 'FAIL'}"
+        print(f"{variant_name(v)}: {'pass' if rc == 0 and not bad else 'FAIL'}"
               f" (status {rc}, {len(bad)} failed, {seconds:.0f} s wall; "
               f"run directory {rundir})", flush=True)
         failed += rc != 0 or bool(bad)
@@ -327,7 +317,7 @@ ROOTFS_HOOKS = [
     'chroot "$1" passwd -d root',
 ]
 DISK_SIZE = "3G"
-GUEST_JOB = REPO / "lib" / "guest-systemd-job.sh"
+GUEST_JOB = GUEST_DIR / "systemd-job.sh"
 GUEST_UNIT = """[Unit]
 Description=fastreap test job (results on the second serial port)
 After=multi-user.target
@@ -357,11 +347,11 @@ def base_rootfs():
     tar = deb_root() / "rootfs" / f"base-{rootfs_key()}.tar"
     if tar.exists():
         return tar
-    workbench.ensure_packages("build", extra=IMAGE_PACKAGES)
+    ensure_packages("build", extra=IMAGE_PACKAGES)
     if os.geteuid() != 0:
         raise Error("building the bookworm image needs root (mmdebstrap "
                     "--mode=root, chroot and dpkg -i)")
-    with workbench.Lock(deb_root() / ".rootfs.lock"):
+    with Lock(deb_root() / ".rootfs.lock"):
         if tar.exists():
             return tar
         tar.parent.mkdir(parents=True, exist_ok=True)
@@ -389,7 +379,7 @@ def base_rootfs():
 
 def guest_job_text():
     """The guest's job script, with the host's splat pattern in it."""
-    pattern = workbench.SPLAT.pattern.replace("'", "")
+    pattern = runner.SPLAT.pattern.replace("'", "")
     return GUEST_JOB.read_text().replace("@SPLAT@", pattern)
 
 
@@ -400,7 +390,7 @@ def disk_key(variant):
 
 def disk_dir(variant):
     return (deb_root() / "disks"
-            / f"{workbench.variant_name(variant)}-{disk_key(variant)}")
+            / f"{variant_name(variant)}-{disk_key(variant)}")
 
 
 def cached_disk(variant):
@@ -417,8 +407,8 @@ def build_disk(variant):
         return done
     debs = build_deb(variant)
     base = base_rootfs()
-    name = workbench.variant_name(variant)
-    with workbench.Lock(deb_root() / f".disk-{name}.lock"):
+    name = variant_name(variant)
+    with Lock(deb_root() / f".disk-{name}.lock"):
         done = cached_disk(variant)
         if done:
             return done
@@ -441,7 +431,7 @@ def build_disk(variant):
         (tmp / "dpkg.log").write_text(r.stdout + r.stderr)
         if r.returncode != 0:
             raise Error(f"dpkg -i {deb.name} in the image failed: "
-                        + (r.stderr.strip().splitlines() or ["?"])[-1]
+                        + last_line(r.stderr)
                         + f" (log: {tmp / 'dpkg.log'})")
         (root / "tmp" / deb.name).unlink()
         job = root / "usr/local/sbin/fastreap-job"
@@ -465,7 +455,7 @@ def build_disk(variant):
                             DISK_SIZE], capture_output=True, text=True)
         if r.returncode != 0:
             raise Error("mke2fs -d failed: "
-                        + (r.stderr.strip().splitlines() or ["?"])[-1])
+                        + last_line(r.stderr))
         shutil.rmtree(root)
         info = {"variant": name, "kernelrelease": release, "deb": deb.name,
                 "rootfs": base.name, "seconds": round(time.time() - t0)}
@@ -476,92 +466,44 @@ def build_disk(variant):
         return dest
 
 
-def accel():
-    """KVM only where the workbench's probe found it works; else TCG."""
-    forced = os.environ.get("FASTREAP_ACCEL")
-    if forced in ("kvm", "tcg"):
-        return forced
-    boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    memo = CACHE / f"accel-{boot_id}"
-    return memo.read_text().strip() if memo.exists() else "tcg"
+# The Debian guest's own init is systemd: this on the console shows that it
+# started, and the job (guest/systemd-job.sh) ends its TAP with DONE.
+SYSTEMD_STARTED = re.compile(r"systemd\[1\]: .*|Welcome to .*Debian")
+JOB_DONE = "# fastreap-job done"
 
 
 def boot_systemd(variant, job="boot", churn=3000, children=2000, smp=2,
                  mem="2G", timeout=1800, echo=False):
     """Boot VARIANT's Debian system from its disk, with systemd as pid 1.
 
-    The job (lib/guest-systemd-job.sh, started by fastreap-job.service)
+    The job (guest/systemd-job.sh, started by fastreap-job.service)
     writes TAP lines to the second serial port and powers off.  Returns
-    (status, run directory, TAP text); status is 0, or the runner's 123
-    (no systemd), 124 (timeout) or 125 (kernel splat on the console).
+    (status, run directory, TAP text, seconds); status is 0, or the
+    runner's 123 (no systemd), 124 (timeout) or 125 (kernel splat on the
+    console, or the job cut short).
     """
-    return boot_disk(build_disk(variant), workbench.variant_name(variant),
+    return boot_disk(build_disk(variant), variant_name(variant),
                      job, churn, children, smp, mem, timeout, echo)
 
 
 def boot_disk(disk, name, job="boot", churn=3000, children=2000, smp=2,
               mem="2G", timeout=1800, echo=False):
     """Boot DISK (a build_disk() directory: disk.raw, vmlinuz and, if
-    present, initrd.img); see boot_systemd()."""
-    rundir = workbench.new_rundir(f"systemd-{name}-{job}")
+    present, initrd.img) through the runner; see boot_systemd()."""
+    rundir = runner.new_rundir(f"systemd-{name}-{job}")
+    # The guest writes to a copy-on-write overlay, never to the cached disk.
     overlay = rundir / "disk.qcow2"
     subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw",
                     "-b", str(disk / "disk.raw"), str(overlay)], check=True)
-    a = accel()
-    machine = (["-accel", "kvm", "-cpu", "host"] if a == "kvm" else
-               ["-accel", "tcg,thread=multi", "-cpu", "max"])
-    cmdline = ["root=/dev/vda", "rw", "console=ttyS0", "panic=-1",
-               # as the workbench's runner: TCG on a loaded host misses
-               # timer ticks and stalls vCPUs for tens of seconds
-               "no_timer_check", "watchdog_thresh=60",
-               "rcupdate.rcu_cpu_stall_timeout=120", "mitigations=off",
-               f"fastreap.job={job}", f"fastreap.churn={churn}",
-               f"fastreap.children={children}"]
-    argv = [workbench.qemu_binary(), "-M", "pc", *machine,
-            "-smp", str(smp), "-m", mem, "-nodefaults", "-no-user-config",
-            "-display", "none", "-no-reboot",
-            "-serial", f"file:{rundir / 'console.log'}",
-            "-serial", f"file:{rundir / 'results.log'}",
-            "-drive", f"file={overlay},if=virtio,format=qcow2",
-            "-device", "virtio-rng-pci",
-            "-kernel", str(disk / "vmlinuz"), "-append", " ".join(cmdline)]
-    if (disk / "initrd.img").exists():
-        argv[-2:-2] = ["-initrd", str(disk / "initrd.img")]
-    (rundir / "qemu.cmd").write_text(shlex.join(argv) + "\n")
-    t0 = time.time()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, _ = proc.communicate()
-        timed_out = True
-    seconds = time.time() - t0
-    (rundir / "qemu.log").write_bytes(out or b"")
-    console = (rundir / "console.log").read_text(errors="replace")
-    results = (rundir / "results.log").read_text(
-        errors="replace").replace("\r", "") \
-        if (rundir / "results.log").exists() else ""
-    splats = [l for l in console.splitlines() if workbench.SPLAT.search(l)]
-    if splats:
-        (rundir / "splats.txt").write_text("\n".join(splats) + "\n")
-    started = re.search(r"systemd\[1\]: .*|Welcome to .*Debian", console)
-    if not started:
-        rc = workbench.EXIT_NO_BOOT
-    elif splats:
-        rc = workbench.EXIT_SPLAT
-    elif timed_out:
-        rc = workbench.EXIT_TIMEOUT
-    elif "# fastreap-job done" not in results:
-        rc = workbench.EXIT_SPLAT
-    else:
-        rc = 0
-    info = {"variant": name, "job": job, "accel": a, "smp": smp,
-            "mem": mem, "seconds": round(seconds, 1), "status": rc,
-            "disk": str(disk)}
-    (rundir / "run-info.json").write_text(json.dumps(info, indent=1))
+    initrd = disk / "initrd.img"
+    rc, results, seconds = runner.boot_disk(
+        rundir, disk / "vmlinuz", overlay,
+        [f"fastreap.job={job}", f"fastreap.churn={churn}",
+         f"fastreap.children={children}"],
+        SYSTEMD_STARTED, JOB_DONE,
+        initrd=initrd if initrd.exists() else None, smp=smp, mem=mem,
+        timeout=timeout, info={"variant": name, "job": job,
+                               "disk": str(disk)})
     if echo:
         sys.stdout.write(results)
     # The overlay is the guest's whole disk; it is not needed afterwards.
@@ -569,7 +511,7 @@ def boot_disk(disk, name, job="boot", churn=3000, children=2000, smp=2,
     return rc, rundir, results, seconds
 
 
-# --- the check group's numbers ------------------------------------------------
+# --- the check group's numbers -----------------------------------------------
 
 CHURN = 2000            # systemd-run transient services
 CHILDREN = 2000         # children of each holder service

@@ -12,7 +12,7 @@ import statistics
 import time
 
 import workbench
-from check import compile_c
+from harness import compile_c
 from workbench import REPO
 
 BURST = 512            # "CPUs" whose helper threads exit at once

@@ -3,10 +3,10 @@ and its neighbours (fork, exit, kill, ptrace, process groups, pidfds), an
 independent conformance check written by others.
 
 The source, in this order: $FASTREAP_LTP_SRC (a checkout, copied), a
-`git fetch` of COMMIT from GitHub, the same from the local mirror MIRROR.
-With none of them the group reports one skip per variant, with the
-reason, and no failure.  It is built in the
-cache, never in the repository:
+`git fetch` of COMMIT from $FASTREAP_LTP_MIRROR (a clone of LTP on this
+machine, for hosts without a network), the same from GitHub.  With none
+of them the group is listed as not run, with the reason.  It is built in
+the cache, never in the repository:
 
   ltp/<key>/src       the source tree, configured with LDFLAGS=-static
   ltp/<key>/build.log the whole build's output
@@ -25,12 +25,12 @@ import subprocess
 import time
 from pathlib import Path
 
-import workbench
-from workbench import CACHE, Error, say
+from common import (CACHE, Error, Lock, digest, ensure_packages, last_line,
+                    say)
+from harness import NotRun, run_group
 
 URL = "https://github.com/linux-test-project/ltp"
 COMMIT = "695827725f4fc14fe583043127e0335c29bbd52d"
-MIRROR = Path("/work/.mirror/linux-test-project+ltp/repo")
 # testcases/kernel/syscalls/<dir>: what runs is every runtest/syscalls
 # entry whose program one of these builds, with its arguments from there.
 DIRS = ["wait", "wait4", "waitpid", "waitid", "ptrace", "setpgid",
@@ -58,29 +58,28 @@ def _git(*args, cwd=None, timeout=600):
 
 
 def source():
-    """(key, how): where the source comes from, or raise Error(reason)."""
+    """(key, how): where the source comes from, or raise NotRun(reason)."""
     own = os.environ.get("FASTREAP_LTP_SRC")
     if own:
         path = Path(own).resolve()
         if not (path / "runtest" / "syscalls").exists():
-            raise Error(f"FASTREAP_LTP_SRC={own} is not an LTP checkout")
+            raise NotRun(f"FASTREAP_LTP_SRC={own} is not an LTP checkout")
         head = _git("rev-parse", "HEAD", cwd=path)
         commit = head.stdout.strip() if head.returncode == 0 else "none"
-        return workbench.digest(path, commit, *DIRS, RECIPE), ("copy", path)
-    return workbench.digest(COMMIT, *DIRS, RECIPE), ("git", None)
+        return digest(path, commit, *DIRS, RECIPE), ("copy", path)
+    return digest(COMMIT, *DIRS, RECIPE), ("git", None)
 
 
 def fetch_source(how, dest, log):
-    """Put the source tree at DEST; raise Error(reason) when nothing works."""
+    """Put the source tree at DEST; raise NotRun(reason) when nothing
+    works."""
     kind, path = how
     if kind == "copy":
         shutil.copytree(path, dest, symlinks=True)
         return f"{path} (FASTREAP_LTP_SRC)"
     reasons = []
-    for origin in (URL, str(MIRROR)):
-        if origin == str(MIRROR) and not MIRROR.exists():
-            reasons.append(f"no mirror at {MIRROR}")
-            continue
+    mirror = os.environ.get("FASTREAP_LTP_MIRROR")
+    for origin in ([mirror] if mirror else []) + [URL]:
         shutil.rmtree(dest, ignore_errors=True)
         dest.mkdir(parents=True)
         steps = [["init", "-q"], ["fetch", "-q", "--depth", "1", origin,
@@ -94,7 +93,7 @@ def fetch_source(how, dest, log):
             except subprocess.TimeoutExpired:
                 r = None
             if r is None or r.returncode != 0:
-                why = (r.stderr.strip().splitlines() or ["?"])[-1] if r \
+                why = last_line(r.stderr) if r \
                     else "timed out"
                 log.write(f"git {' '.join(step)}: {why}\n")
                 reasons.append(f"{origin}: {why}")
@@ -102,14 +101,15 @@ def fetch_source(how, dest, log):
         else:
             return f"{origin} at {COMMIT[:12]}"
     shutil.rmtree(dest, ignore_errors=True)
-    raise Error("no LTP source: " + "; ".join(reasons))
+    raise NotRun("no LTP source: " + "; ".join(reasons)
+                 + ("" if mirror else "; no FASTREAP_LTP_MIRROR"))
 
 
 def cached():
     """The install directory if built, else None."""
     try:
         key, _ = source()
-    except Error:
+    except NotRun:
         return None
     inst = CACHE / "ltp" / key / "install"
     return inst if (inst / "testcases" / "bin").is_dir() else None
@@ -118,17 +118,17 @@ def cached():
 def build():
     """Build LTP's lib and DIRS statically; return the install directory.
 
-    Raises Error with the reason when there is no source; a failed build
+    Raises NotRun with the reason when there is no source; a failed build
     of one directory leaves its tests out (listed in install/missing)."""
     key, how = source()
     top = CACHE / "ltp" / key
     inst = top / "install"
     if (inst / "testcases" / "bin").is_dir():
         return inst
-    with workbench.Lock(top / ".lock"):
+    with Lock(top / ".lock"):
         if (inst / "testcases" / "bin").is_dir():
             return inst
-        workbench.ensure_packages(extra=PACKAGES)
+        ensure_packages(extra=PACKAGES)
         return _build(how, top, inst)
 
 
@@ -221,64 +221,40 @@ def why_skipped(text):
     return "TCONF"
 
 
+def judge(name, status, text, log):
+    """An LTP program's one result: exit status 0 passes, 32 (TCONF) is a
+    skip with the test's own reason, anything else fails."""
+    if status == 0:
+        return [(name, "pass", "")]
+    if status == 32:
+        return [(name, "skip", why_skipped(text))]
+    if status == 124:
+        return [(name, "fail", f"timed out; log {log}")]
+    return [(name, "fail", f"exit status {status}; log {log}")]
+
+
 _no_source = None
 
 
-def group(tally, variant):
+def group(tally, variant, flavor):
     """Build (once), boot VARIANT once and run every test; tally them."""
-    import check
     global _no_source
-    name = workbench.variant_name(variant)
+    if _no_source:                  # tried for the previous variant
+        raise NotRun(_no_source)
     try:
-        if _no_source:              # tried for the previous variant
-            raise Error(_no_source)
         inst = build()
-    except Error as e:
-        if str(e).startswith(("no LTP source", "FASTREAP_LTP_SRC")):
-            _no_source = str(e)
-            tally.add(name, "fast", "ltp", "LTP source", "skip", str(e))
-        else:
-            tally.add(name, "fast", "ltp", "LTP build", "fail", str(e))
-        return
+    except NotRun as e:
+        _no_source = str(e)
+        raise
     run, left = tests(inst)
     for tname, why in left:
-        tally.add(name, "fast", "ltp", tname, "skip", why)
+        tally.add(variant, flavor, "ltp", tname, "skip", why)
     chosen = []
     for tname, argv in run:
         if tname in SKIPS:
-            tally.add(name, "fast", "ltp", tname, "skip", SKIPS[tname])
+            tally.add(variant, flavor, "ltp", tname, "skip", SKIPS[tname])
         else:
             chosen.append((tname, argv))
-    print(f"[{time.strftime('%H:%M:%S')}] ltp on {name}/fast: "
-          f"{len(chosen)} program(s), LTP {inst.parent.name}", flush=True)
-    rundir = workbench.new_rundir(f"check-ltp-{name}-fast")
-    rc = workbench.run(variant, ["sh", "-c", check.guest_script(chosen, 300)],
-                       timeout=2400, rundir=rundir, echo=False)
-    out = rundir / "out"
-    for tname, _ in chosen:
-        log, rcf = out / f"{tname}.log", out / f"{tname}.rc"
-        if not rcf.exists():
-            tally.add(name, "fast", "ltp", tname, "fail",
-                      f"did not run to the end (runner status {rc})")
-            continue
-        status = int(rcf.read_text().strip() or 255)
-        text = log.read_text(errors="replace") if log.exists() else ""
-        if status == 0:
-            tally.add(name, "fast", "ltp", tname, "pass")
-        elif status == 32:
-            tally.add(name, "fast", "ltp", tname, "skip", why_skipped(text))
-        elif status == 124:
-            tally.add(name, "fast", "ltp", tname, "fail",
-                      f"timed out; log {log}")
-        else:
-            tally.add(name, "fast", "ltp", tname, "fail",
-                      f"exit status {status}; log {log}")
-    if rc in (workbench.EXIT_SPLAT, workbench.EXIT_NO_BOOT,
-              workbench.EXIT_TIMEOUT):
-        what = {workbench.EXIT_SPLAT: "kernel splat",
-                workbench.EXIT_NO_BOOT: "kernel did not boot",
-                workbench.EXIT_TIMEOUT: "guest timed out"}[rc]
-        tally.add(name, "fast", "ltp", "kernel log", "fail",
-                  f"{what}; see {rundir}/console.log")
-    else:
-        tally.add(name, "fast", "ltp", "kernel log clean", "pass")
+    run_group(tally, variant, flavor, "ltp", chosen, timeout=2400,
+              per_test_timeout=300, judge=judge,
+              about=f", LTP {inst.parent.name}")

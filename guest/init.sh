@@ -5,7 +5,7 @@
 # (read-only 9p shares, each at its own path), then the run directory the
 # host shares back (writable, at the same path as on the host); run the one
 # job the runner wrote there, record its exit status and the kernel log,
-# and power off.  lib/workbench.py (boot(), write_guest_mounts()) writes
+# and power off.  lib/runner.py (boot(), write_guest_mounts()) writes
 # what this reads and reads what it leaves behind; keep them in step.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/tmp LANG=C.UTF-8 TERM=dumb
@@ -23,8 +23,13 @@ mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /dev/pts
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 # The root is read-only: give programs the scratch space they expect.
 # This hides the host's files there; the runner shares back the ones the
-# job needs (GUEST_SCRATCH in lib/workbench.py is this list).
-for dir in /tmp /run /var/tmp /var/log; do
+# job needs.  The list is the runner's GUEST_SCRATCH (lib/runner.py),
+# passed as fastreap.scratch=DIR,DIR,... on the kernel command line.
+scratch=
+for word in $(cat /proc/cmdline); do
+	case $word in fastreap.scratch=*) scratch=${word#*=} ;; esac
+done
+for dir in $(echo "$scratch" | tr , ' '); do
 	mount -t tmpfs -o mode=1777 tmpfs "$dir"
 done
 mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
@@ -59,7 +64,7 @@ if [ -n "$failed" ]; then
 	echo "fastreap-guest: cannot mount:$failed" >/dev/console
 else
 	# The job script sets the working directory and the environment,
-	# then runs the command; see write_job() in lib/workbench.py.
+	# then runs the command; see write_job() in lib/runner.py.
 	sh "$run/job.sh" <"/dev/null" >"$run/output" 2>&1
 	echo $? >"$run/status.tmp"
 	dmesg >"$run/dmesg.txt"
