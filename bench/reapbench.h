@@ -36,6 +36,12 @@
 #define SYS_close_range 436
 #endif
 
+/* The long options that both programs take (getopt_long()). */
+#define COMMON_LONG_OPTIONS \
+	{ "csv", no_argument, NULL, 'c' }, \
+	{ "fork", no_argument, NULL, 'f' }, \
+	{ "help", no_argument, NULL, 'h' }
+
 /* User stack of one cheap child: only the top page or two is touched. */
 #define CHILD_STACK (16 * 1024)
 
@@ -281,6 +287,28 @@ static inline void kill_reap(const pid_t *pids, long n)
 	for (i = 0; i < n; i++)
 		while (waitpid(pids[i], NULL, __WALL) < 0 && errno == EINTR)
 			;
+}
+
+/*
+ * tini's reaping loop, as every init's: block in wait() for one zombie,
+ * then waitpid(-1, WNOHANG) until it returns 0, and again, until @m
+ * children are reaped.
+ */
+static inline void tini_reap(long m)
+{
+	long reaped = 0;
+	pid_t pid;
+
+	while (reaped < m) {
+		pid = wait(NULL);
+		if (pid < 0 && errno == EINTR)
+			continue;
+		if (pid < 0)
+			die("wait");
+		reaped++;
+		while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
+			reaped++;
+	}
 }
 
 /* Create @n long-lived sleeping children (pids into @pids). */

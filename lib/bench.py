@@ -37,7 +37,7 @@ from workbench import REPO, Error
 # of a new pid namespace and reap what reapbench orphans; strace attaches
 # to reapbench and its N children and follows its jobs; bash, with job
 # control on, runs commands beside the N, which reapbench made before it
-# exec()ed bash.  bench/README.md.
+# exec()ed bash.  Their M is their workload's.  bench/README.md.
 NEW_PIDNS = ["unshare", "--fork", "--pid", "--mount-proc"]
 CLIENTS = {
     "tini": ("tini", [*NEW_PIDNS, "tini", "--"], "orphans", []),
@@ -48,47 +48,8 @@ CLIENTS = {
                ["--", "strace", "-f", "-q", "-o", "/dev/null"]),
     "bash": ("bash", [], "shell", ["--", "bash"]),
 }
-# Exits and job control beside a process group or session of N (issue
-# 11): the demo's burst split into the exits' and the reaper's CPU time,
-# the orphaned-group check at exit, setpgid(), setsid(), SIGTSTP and a
-# background tty read in an orphaned group.
-JOBCTL = ["exit", "exit-ownpgrp", "exit-held", "orphan-exit", "setpgid",
-          "setpgid-kids", "setpgid-kids-away", "setpgid-kids-spread", "setsid",
-          "tstp-orphan", "ttyin-orphan"]
-# The idle-*, pgrp-*, nothread and threads-stopped scenarios time waits
-# beside children whose report the wait cannot take (issue 9, part 2);
-# nothread-* are a single-threaded process's __WNOTHREAD waits, thread-nothread-*
-# the same by a thread with an idle sibling; thread-nothread-both is nothread
-# with N live children of the waiting thread's own, thread-nothread-both-
-# stopped the same with WUNTRACED and the sibling's N children stopped;
-# pgrp-both is waitpid(0) polls with N live
-# children in our group and N zombies of another group queued,
-# pgrp-both-stopped the same with WUNTRACED and N stops.  Those four make
-# 2N children.
-SCENARIOS = ["burst", "empty", "peek", "pgrp", "stopped", "continued",
-             "ptrace", "threads", "pidns", "forkwait", "mixed",
-             "idle-stopped", "idle-continued", "idle-clone", "pgrp-zombies",
-             "nothread", "nothread-empty", "nothread-burst",
-             "thread-nothread-empty", "thread-nothread-burst",
-             "thread-nothread-both", "thread-nothread-both-stopped",
-             "pgrp-grandkids", "pgrp-both",
-             "pgrp-both-stopped",
-             "threads-stopped", *CLIENTS,
-             *JOBCTL]
-# Operations timed per sample.  Under -icount one sample is exact, so M
-# only has to be large enough to average over the per-reap variation.
-# The inits get a burst of 512 exits, like the demo.
-OPS = {"empty": 200, "forkwait": 200, "mixed": 200, "nothread": 200,
-       "nothread-empty": 200, "thread-nothread-empty": 200,
-       "thread-nothread-both": 200, "thread-nothread-both-stopped": 200,
-       "pgrp-grandkids": 200, "pgrp-both": 200,
-       "pgrp-both-stopped": 200, "tini": 512,
-       "dumb-init": 512, "catatonit": 512, "strace": 100, "bash": 50,
-       "exit": 512, "exit-ownpgrp": 512, "exit-held": 512,
-       "orphan-exit": 100, "setpgid": 200, "setpgid-kids": 200,
-       "setpgid-kids-away": 200, "setpgid-kids-spread": 200,
-       "setsid": 100, "tstp-orphan": 100, "ttyin-orphan": 200}
-DEFAULT_OPS = 50
+# Every other scenario, its family, its M and whether it runs at every N
+# or at N = 0 only, comes from the binary: reapbench -l (scenarios()).
 SIZES = [0, 1000, 10000, 100000]
 QUICK = {"sizes": [0, 1000], "scenarios": ["burst", "empty", "forkwait"],
          "rounds": 1, "repeats": 1}
@@ -96,6 +57,16 @@ QUICK = {"sizes": [0, 1000], "scenarios": ["burst", "empty", "forkwait"],
 # 3x margin also covers the 2N children of thread-nothread-both* and
 # pgrp-both*.
 KIB_PER_CHILD = 32
+
+
+def compile_reapbench():
+    """reapbench.c #includes its families from bench/scenarios/, which
+    compile_c() does not look into (it keys a binary on its source and the
+    headers beside it): their digest goes into the key as a define."""
+    families = sorted((REPO / "bench" / "scenarios").iterdir())
+    digest = workbench.digest(*[f.read_bytes() for f in families])
+    return compile_c(REPO / "bench" / "reapbench.c",
+                     flags=(f"-DREAPBENCH_FAMILIES={digest}",))
 
 
 def guest_mem(max_n):
@@ -112,7 +83,9 @@ def parse_args(argv):
     p.add_argument("--variants", default=None,
                    help="comma-separated (default: stock,seed,fastreap)")
     p.add_argument("--scenarios", default=None,
-                   help="comma-separated, from: " + ",".join(SCENARIOS))
+                   help="comma-separated (default: all; `reapbench -l` "
+                        "lists reapbench's, and the clients are "
+                        + ",".join(CLIENTS) + ")")
     p.add_argument("--sizes", default=None,
                    help="comma-separated N (default: 0,1000,10000,100000)")
     p.add_argument("--rounds", type=int, default=None,
@@ -135,22 +108,63 @@ def parse_args(argv):
                   [v for v in ("stock", "seed", "fastreap")
                    if v in workbench.known_variants()])
     a.scenarios = pick(a.scenarios and a.scenarios.split(","), "scenarios",
-                       SCENARIOS)
+                       None)
     a.sizes = pick(a.sizes and [int(n) for n in a.sizes.split(",")],
                    "sizes", SIZES)
     a.rounds = pick(a.rounds, "rounds", 2)
     if a.smp is None:
         a.smp = 1 if a.clock == "icount" else 2
     a.repeats = pick(a.repeats, "repeats", 3)
-    for s in a.scenarios:
-        if s not in SCENARIOS:
-            raise Error(f"unknown scenario '{s}' (known: "
-                        + ", ".join(SCENARIOS) + ")")
     for v in a.variants:
         workbench.variant_patch_dir(v)
     if min(a.sizes) < 0 or a.rounds < 1 or a.repeats < 1:
         raise Error("sizes, rounds and repeats must be positive")
     return a
+
+
+def scenarios(binary):
+    """What reapbench -l says, as {name: {family, n, m, kids_per_n, runs,
+    help}}, in its order (the binary is static: it runs on the host)."""
+    out = subprocess.run([str(binary), "-l"], capture_output=True,
+                         text=True, check=True).stdout
+    table = {}
+    for line in out.splitlines():
+        name, family, n, m, kids, runs, text = line.split("\t")
+        table[name] = {"family": family, "n": int(n), "m": int(m),
+                       "kids_per_n": int(kids), "runs": runs, "help": text}
+    return table
+
+
+def runnable(table):
+    """Scenario -> the reapbench scenario it runs: reapbench's own (but
+    the clients' workloads and the manual ones), then the clients."""
+    mine = {s: s for s, t in table.items() if t["runs"] in ("every-n", "n0")}
+    for client, (_, _, workload, _) in CLIENTS.items():
+        if table.get(workload, {}).get("runs") != "client":
+            raise Error(f"reapbench -l lists no client workload "
+                        f"'{workload}' for {client}")
+        mine[client] = workload
+    return mine
+
+
+def resolve_scenarios(a, table):
+    """Check --scenarios against the binary's list (default: all) and note
+    what each runs as a.workload."""
+    a.workload = runnable(table)
+    a.scenarios = a.scenarios or list(a.workload)
+    for s in a.scenarios:
+        if s not in a.workload:
+            raise Error(f"unknown scenario '{s}' (known: "
+                        + ", ".join(a.workload) + ")")
+        if table[a.workload[s]]["runs"] == "n0" and 0 not in a.sizes:
+            raise Error(f"'{s}' runs at N = 0 only, and --sizes lacks 0")
+    a.m = {s: table[a.workload[s]]["m"] for s in a.scenarios}
+    a.only_n0 = {s for s in a.scenarios
+                 if table[a.workload[s]]["runs"] == "n0"}
+
+
+def scenario_sizes(a, scenario):
+    return [0] if scenario in a.only_n0 else a.sizes
 
 
 def guest_command(binary, scenario, n, m, repeats):
@@ -165,9 +179,9 @@ def guest_command(binary, scenario, n, m, repeats):
 def guest_script(binary, a):
     lines = []
     for scenario in a.scenarios:
-        for n in a.sizes:
-            cmd = guest_command(binary, scenario, n,
-                                OPS.get(scenario, DEFAULT_OPS), a.repeats)
+        for n in scenario_sizes(a, scenario):
+            cmd = guest_command(binary, scenario, n, a.m[scenario],
+                                a.repeats)
             lines.append(f"echo '# {scenario} n={n}'; {shlex.join(cmd)} || "
                          f"echo '# FAILED {scenario} n={n} status='$?")
     return "\n".join(lines)
@@ -202,7 +216,7 @@ def run_round(variant, binary, a, rnd, writer, info):
     samples = 0
     for line in output.splitlines():
         parts = line.strip().split(",")
-        if len(parts) >= 5 and parts[0] in SCENARIOS:
+        if len(parts) >= 5 and parts[0] in a.workload:
             writer.writerow([workbench.variant_name(variant), a.clock, rnd,
                              *parts[:5],
                              ";".join(parts[5:])])
@@ -241,14 +255,17 @@ def report(csv_path, a, info):
                "| variant | " + " | ".join(f"N={n}" for n in a.sizes)
                + " | worst N/0 | stock/variant at max N |",
                "|---" * (len(a.sizes) + 3) + "|"]
+        # The largest N measured: an everyday path has only N = 0.
+        top_n = max((n for n in a.sizes if (s, "stock", n) in med),
+                    default=max(a.sizes))
         for v in a.variants:
             vals = [med.get((s, v, n)) for n in a.sizes]
             cells = [f"{x:,.0f}" if x is not None else "-" for x in vals]
             # The smallest N measured is the baseline (pidns has no N=0).
             base = next((x for x in vals if x), None)
             worst = max((x / base for x in vals if x and base), default=None)
-            top = med.get((s, "stock", max(a.sizes)))
-            mine = vals[-1]
+            top = med.get((s, "stock", top_n))
+            mine = med.get((s, v, top_n))
             md.append(f"| {v} | " + " | ".join(cells)
                       + (f" | {worst:.2f} |" if worst else " | - |")
                       + (f" {top / mine:.2f} |" if top and mine else " - |"))
@@ -262,7 +279,7 @@ def report(csv_path, a, info):
 
 def plot(csv_path, scenario, a, med):
     """ns/op against N, log-log; N=0 is drawn at N=0.3 and labelled 0."""
-    if len(a.sizes) < 2:
+    if len({n for (s, _, n) in med if s == scenario}) < 2:
         return None     # one N (say --sizes 0): a table, no curve to draw
     data = csv_path.with_name(f"{csv_path.stem}-{scenario}.dat")
     with open(data, "w") as f:
@@ -312,8 +329,9 @@ def main(args):
     if a.render:
         return render(a)
     workbench.ensure_packages("build", "run", extra=["gnuplot-nox"] + [
-        CLIENTS[s][0] for s in a.scenarios if s in CLIENTS])
-    binary = compile_c(REPO / "bench" / "reapbench.c")
+        CLIENTS[s][0] for s in a.scenarios or CLIENTS if s in CLIENTS])
+    binary = compile_reapbench()
+    resolve_scenarios(a, scenarios(binary))
     out = Path(a.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -25,7 +25,16 @@
 #ifndef JOBCTL_UTIL_H
 #define JOBCTL_UTIL_H
 
+/*
+ * Beside the wait() oracle as ../wait, as in this repository, or, where
+ * ../wait is another directory (a kselftest tree's own wait/), through
+ * the Makefile's -I of the sibling that holds wait_util.h.
+ */
+#if __has_include("../wait/wait_util.h")
 #include "../wait/wait_util.h"
+#else
+#include "wait_util.h"
+#endif
 
 #include <dirent.h>
 #include <poll.h>

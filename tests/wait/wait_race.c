@@ -12,15 +12,14 @@
  * reports the continue to the parent's WCONTINUED wait by pid, by -1 and
  * by group.
  *
- * A series whose SIGCONT could read the child's new ->ptrace with its old
- * ->parent took the child for one traced by its parent's own group, which
- * reports through its trace node, and took its node off the continue
- * queue after the attach had checked the queue (fastreap's session 28):
- * the waits by -1 and by group then found nothing.  The window is a few
- * instructions wide.  A scratch kernel that busy-waits inside it when the
- * child is named "wait_race_c" (docs/results.md, session 29) made this
- * test fail on that series within 50 rounds, three runs of three; on a
- * correct kernel the name is only a name.
+ * The race this catches: a SIGCONT that reads the child's new ->ptrace
+ * with its old ->parent takes the child for one traced by its parent's
+ * own group, which reports through its trace node, and takes its node off
+ * the continue queue after the attach has checked the queue: the waits by
+ * -1 and by group then find nothing.  The window is a few instructions
+ * wide.  A kernel that busy-waits inside it when the child is named
+ * "wait_race_c" (docs/results.md) makes a kernel with that race fail here
+ * within 50 rounds; on a correct kernel the name is only a name.
  */
 #include "wait_util.h"
 

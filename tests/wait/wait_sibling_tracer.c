@@ -227,7 +227,7 @@ static void check_parent_sees_stop(struct __test_metadata *_metadata,
 	EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 	tracer_stop(&t);
 	gate_open(&lg, ARRAY_SIZE(older) + 1);
-	for (i = 0; i < ARRAY_SIZE(older); i++)
+	for (i = 0; i < (int)ARRAY_SIZE(older); i++)
 		EXPECT_EQ(older[i], waitpid(older[i], &st, 0));
 	EXPECT_EQ(younger, waitpid(younger, &st, 0));
 	EXPECT_EQ(-1, waitpid(-1, &st, WNOHANG));
@@ -380,7 +380,7 @@ TEST(nonclone_child_hidden_from_parent_wclone)
 	EXPECT_EQ(c, waitpid(c, &st, __WALL));
 	tracer_stop(&t);
 	gate_open(&lg, ARRAY_SIZE(others));
-	for (i = 0; i < ARRAY_SIZE(others); i++)
+	for (i = 0; i < (int)ARRAY_SIZE(others); i++)
 		EXPECT_EQ(others[i], waitpid(others[i], &st, 0));
 }
 
