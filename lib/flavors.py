@@ -79,4 +79,15 @@ FLAVORS = {flavor.name: flavor for flavor in (
         # not fewer seeds.
         long_program_timeouts={"timeout": 3600,
                                "per_test_timeout": 1800}),
+    Flavor(
+        "kcsan", "the data-race detector, KCSAN (it excludes KASAN, so "
+        "it is not in debug): tests/wait, tests/jobctl and the stress "
+        "programs, failing on any race report",
+        fragments=("fast.config", "kcsan.config"),
+        # Opt-in, like rt: a cold CI run has no room for another kernel.
+        # Its times are rt's until a run measures them.
+        build_minutes=17, runs="opt-in", stress_seconds=(60, 10),
+        minutes={"wait": 8.5, "jobctl": 15.0, "stress": 3.5},
+        long_program_timeouts={"timeout": 3600,
+                               "per_test_timeout": 1800}),
 )}
