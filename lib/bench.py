@@ -250,6 +250,9 @@ def report(csv_path, a, info):
                       for b in info.get("boots", [])),
           f"- median of {a.rounds} boots x {a.repeats} samples per variant "
           f"(variants interleaved); ns per operation", ""]
+    if summary_plot(csv_path, a, med):
+        md += [f"![N={max(a.sizes)} over N=0, per scenario]"
+               f"({csv_path.stem}-summary.png)", ""]
     for s in a.scenarios:
         md += [f"## {s}", "",
                "| variant | " + " | ".join(f"N={n}" for n in a.sizes)
@@ -300,6 +303,41 @@ def plot(csv_path, scenario, a, med):
               f"set ylabel 'ns per operation ({a.clock})'\n"
               f"set title '{scenario}: cost per operation against N'\n"
               f"set key left top\nset grid\nplot {lines}\n")
+    r = subprocess.run(["gnuplot"], input=script, text=True,
+                       capture_output=True)
+    data.unlink()
+    if r.returncode != 0:
+        raise Error(f"gnuplot failed: {r.stderr.strip()[:200]}")
+    return png
+
+
+def summary_plot(csv_path, a, med):
+    """One bar per scenario and variant: the cost at the largest N over the
+    cost at N = 0, log scale.  Scenarios without both points (an everyday
+    path, pidns) are left out."""
+    top = max(a.sizes)
+    rows = [(s, [med.get((s, v, top), 0) / med[(s, v, 0)]
+                 if med.get((s, v, 0)) else 0 for v in a.variants])
+            for s in a.scenarios]
+    rows = [(s, r) for s, r in rows if all(r)]
+    if 0 not in a.sizes or top == 0 or not rows:
+        return None
+    data = csv_path.with_name(f"{csv_path.stem}-summary.dat")
+    data.write_text("".join(f"{s} " + " ".join(f"{x:.4f}" for x in r) + "\n"
+                            for s, r in rows))
+    png = csv_path.with_name(f"{csv_path.stem}-summary.png")
+    bars = ", ".join(f"'{data}' using {i + 2}"
+                     + (":xtic(1)" if i == 0 else "") + f" title '{v}'"
+                     for i, v in enumerate(a.variants))
+    script = (f"set terminal pngcairo size 1200,520\nset output '{png}'\n"
+              "set style data histograms\n"
+              "set style histogram clustered gap 1\n"
+              "set style fill solid 0.85 border -1\nset logscale y\n"
+              "set yrange [0.5:*]\nset xtics rotate by -50 font ',8'\n"
+              f"set ylabel 'cost at N = {top:,} / cost at N = 0'\n"
+              f"set title 'How each scenario grows from N = 0 to "
+              f"N = {top:,} idle children ({a.clock}; 1 = flat)'\n"
+              f"set key left top\nset grid ytics\nplot {bars}\n")
     r = subprocess.run(["gnuplot"], input=script, text=True,
                        capture_output=True)
     data.unlink()
