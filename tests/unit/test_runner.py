@@ -74,3 +74,71 @@ def test_9p_share_options_double_commas():
     assert opts[1] == ("local,id=s0,path=/tmp/a,,b,readonly=on,"
                        "security_model=none,multidevs=remap")
     assert opts[3] == "virtio-9p-pci,fsdev=s0,mount_tag=tag0"
+
+
+FAKE_QEMU = """#!/bin/sh
+# A stand-in for QEMU: writes the console (first -serial file:) and the
+# results port (second), as a Debian guest's job would, then exits.
+n=0
+while [ $# -gt 0 ]; do
+    if [ "$1" = -serial ]; then
+        n=$((n + 1)); eval "serial$n=\\"${2#file:}\\""
+    fi
+    shift
+done
+printf '%s\\n' "$FAKE_CONSOLE" >"$serial1"
+printf '%s\\n' "$FAKE_RESULTS" >"$serial2"
+exec sleep "${FAKE_SLEEP:-0}"
+"""
+
+
+@pytest.fixture
+def fake_qemu(monkeypatch, tmp_path):
+    qemu = tmp_path / "qemu"
+    qemu.write_text(FAKE_QEMU)
+    qemu.chmod(0o755)
+    monkeypatch.setattr(runner, "qemu_binary", lambda: str(qemu))
+    monkeypatch.setenv("FASTREAP_ACCEL", "tcg")
+    monkeypatch.delenv("FASTREAP_QEMU_EXTRA", raising=False)
+    rundir = tmp_path / "run"
+    rundir.mkdir()
+    return rundir
+
+
+def disk_boot(rundir, timeout=30):
+    return runner.boot_disk(rundir, "/vmlinuz", rundir / "disk.qcow2",
+                            ["fastreap.job=boot"], re.compile(r"systemd\[1\]"),
+                            "# done", timeout=timeout, info={"job": "boot"})
+
+
+def test_a_disk_boot_that_finishes(fake_qemu, monkeypatch):
+    monkeypatch.setenv("FAKE_CONSOLE", "systemd[1]: Started.")
+    monkeypatch.setenv("FAKE_RESULTS", "ok 1 - up\r\n# done")
+    rc, results, _ = disk_boot(fake_qemu)
+    assert rc == 0
+    assert results == "ok 1 - up\n# done\n"
+    info = (fake_qemu / "run-info.json").read_text()
+    assert '"job": "boot"' in info and '"status": 0' in info
+    cmd = (fake_qemu / "qemu.cmd").read_text()
+    assert "root=/dev/vda rw fastreap.job=boot" in cmd
+    assert runner.kernel_cmdline() in cmd
+
+
+def test_a_disk_boot_cut_short_or_splatted(fake_qemu, monkeypatch):
+    monkeypatch.setenv("FAKE_CONSOLE", "systemd[1]: Started.")
+    monkeypatch.setenv("FAKE_RESULTS", "ok 1 - up")
+    assert disk_boot(fake_qemu)[0] == runner.EXIT_SPLAT
+    monkeypatch.setenv("FAKE_CONSOLE", "systemd[1]: x\nBUG: oops")
+    monkeypatch.setenv("FAKE_RESULTS", "# done")
+    assert disk_boot(fake_qemu)[0] == runner.EXIT_SPLAT
+    monkeypatch.setenv("FAKE_CONSOLE", "no init here")
+    assert disk_boot(fake_qemu)[0] == runner.EXIT_NO_BOOT
+
+
+def test_a_disk_boot_past_its_timeout_is_killed(fake_qemu, monkeypatch):
+    monkeypatch.setenv("FAKE_CONSOLE", "systemd[1]: Started.")
+    monkeypatch.setenv("FAKE_RESULTS", "ok 1 - up")
+    monkeypatch.setenv("FAKE_SLEEP", "30")
+    rc, _, seconds = disk_boot(fake_qemu, timeout=1)
+    assert rc == runner.EXIT_TIMEOUT
+    assert seconds < 10
