@@ -280,6 +280,15 @@ def report(csv_path, a, info):
     return out
 
 
+def gnuplot(script, data):
+    """Run gnuplot on SCRIPT, then remove the data file it read."""
+    r = subprocess.run(["gnuplot"], input=script, text=True,
+                       capture_output=True)
+    data.unlink()
+    if r.returncode != 0:
+        raise Error(f"gnuplot failed: {r.stderr.strip()[:200]}")
+
+
 def plot(csv_path, scenario, a, med):
     """ns/op against N, log-log; N=0 is drawn at N=0.3 and labelled 0."""
     if len({n for (s, _, n) in med if s == scenario}) < 2:
@@ -303,11 +312,7 @@ def plot(csv_path, scenario, a, med):
               f"set ylabel 'ns per operation ({a.clock})'\n"
               f"set title '{scenario}: cost per operation against N'\n"
               f"set key left top\nset grid\nplot {lines}\n")
-    r = subprocess.run(["gnuplot"], input=script, text=True,
-                       capture_output=True)
-    data.unlink()
-    if r.returncode != 0:
-        raise Error(f"gnuplot failed: {r.stderr.strip()[:200]}")
+    gnuplot(script, data)
     return png
 
 
@@ -338,11 +343,7 @@ def summary_plot(csv_path, a, med):
               f"set title 'How each scenario grows from N = 0 to "
               f"N = {top:,} idle children ({a.clock}; 1 = flat)'\n"
               f"set key left top\nset grid ytics\nplot {bars}\n")
-    r = subprocess.run(["gnuplot"], input=script, text=True,
-                       capture_output=True)
-    data.unlink()
-    if r.returncode != 0:
-        raise Error(f"gnuplot failed: {r.stderr.strip()[:200]}")
+    gnuplot(script, data)
     return png
 
 
