@@ -273,11 +273,24 @@ def report(csv_path, a, info):
                       + (f" | {worst:.2f} |" if worst else " | - |")
                       + (f" {top / mine:.2f} |" if top and mine else " - |"))
         md.append("")
+        one_n = len({n for (t, _, n) in med if t == s}) == 1
+        if one_n and cost_at_n(s, top_n, a.variants, med):
+            md += [cost_at_n(s, top_n, a.variants, med), ""]
         if plot(csv_path, s, a, med):
             md += [f"![{s}]({csv_path.stem}-{s}.png)", ""]
     out = csv_path.with_suffix(".md")
     out.write_text("\n".join(md) + "\n")
     return out
+
+
+def cost_at_n(scenario, n, variants, med):
+    """For a scenario measured at one N (an everyday path): each variant's
+    cost over stock's, to the 0.1% that an N = 0 budget is stated in."""
+    stock = med.get((scenario, "stock", n))
+    ratios = [f"{v} {med[(scenario, v, n)] / stock:.3f}" for v in variants
+              if v != "stock" and stock and (scenario, v, n) in med]
+    return (f"Cost over stock at N = {n}: " + ", ".join(ratios) + "."
+            if ratios else "")
 
 
 def gnuplot(script, data):
