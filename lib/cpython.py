@@ -31,7 +31,12 @@ MODULES = ["test_wait3", "test_wait4", "test_posix", "test_os", "test_pty",
            "test_asyncio.test_subprocess", "test_asyncio.test_unix_events"]
 # Tests that fail on *stock* in this guest: skipped on every variant, with
 # the reason (the oracle is stock).
-SKIPS = {}
+SKIPS = {
+    "test.test_asyncio.test_subprocess.SubprocessFastWatcherTests"
+    ".test_stdin_broken_pipe":
+        "flaky on stock: failed once in two fresh-clone runs on stock and "
+        "passed in the other (a race between its write and the child's exit)",
+}
 # Seconds per module; the longest, test_asyncio.test_subprocess, took 45.
 MODULE_TIMEOUT = 600
 
